@@ -1,0 +1,74 @@
+"""mutagrad: reverse-mode automatic differentiation for NumPy code that mutates arrays.
+
+Every traced array is a :class:`WrappedArray` with a version number; values a
+pullback will need are kept as captures that record the version they saw. An
+in-place write that overlaps a capture poisons it, and the backward pass
+raises :class:`PoisonedCaptureError` if it ever reads it, instead of returning
+a wrong gradient. Writes whose old value no gradient needs just work.
+
+    >>> import numpy as np, mutagrad
+    >>> def f(x):
+    ...     y = np.empty_like(x)
+    ...     y[:] = 2 * x          # a buffer filled in place: fine
+    ...     return np.sum(y * x)
+    >>> mutagrad.gradient(f, np.array([1.0, 2.0]))
+    (array([4., 8.]),)
+"""
+
+from mutagrad.api import (
+    Pullback,
+    WithGradient,
+    array,
+    asarray,
+    gradient,
+    ignore_derivatives,
+    is_traced,
+    mode,
+    pullback,
+    withgradient,
+)
+from mutagrad.core.engine import ANS
+from mutagrad.core.tangents import NoTangent, ZeroTangent
+from mutagrad.core.wrapped import WrappedArray
+from mutagrad.custom import defvjp, non_differentiable, primitive, rrule
+from mutagrad.errors import (
+    FrozenBufferError,
+    MissingRuleError,
+    MutagradError,
+    MutationError,
+    NotDifferentiableError,
+    PoisonedCaptureError,
+    SnapshotUnavailableError,
+    TracerConversionError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANS",
+    "FrozenBufferError",
+    "MissingRuleError",
+    "MutagradError",
+    "MutationError",
+    "NoTangent",
+    "NotDifferentiableError",
+    "PoisonedCaptureError",
+    "Pullback",
+    "SnapshotUnavailableError",
+    "TracerConversionError",
+    "WithGradient",
+    "WrappedArray",
+    "ZeroTangent",
+    "array",
+    "asarray",
+    "defvjp",
+    "gradient",
+    "ignore_derivatives",
+    "is_traced",
+    "mode",
+    "non_differentiable",
+    "primitive",
+    "pullback",
+    "rrule",
+    "withgradient",
+]

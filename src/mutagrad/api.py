@@ -1,0 +1,424 @@
+"""The differentiation API: ``gradient``, ``withgradient``, ``pullback``, ``mode``.
+
+Each call wraps the array arguments in WrappedArrays with fresh input nodes,
+runs ``f`` with a :class:`~mutagrad.core.engine.Trace` active, and sweeps the
+tape backwards. The caller's arrays are never written: an argument ``f``
+mutates is copied on its first write, and the caller's array is read-only
+while the call runs so that a closure cannot change it behind the tape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections import namedtuple
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.engine import (
+    LEAF,
+    MODE,
+    MODES,
+    STATE,
+    ZERO,
+    BackwardPass,
+    Node,
+    Rule,
+    Tape,
+    Trace,
+    backward,
+)
+from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
+from mutagrad.core.trees import flatten
+from mutagrad.core.wrapped import BORROWED, WrappedArray, is_active, node_of
+from mutagrad.errors import MutagradError
+
+
+class IdentityRule(Rule):
+    """An input of a nested gradient call, linked to the outer value it came from."""
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (outer,) = node.inputs
+        if outer is not None and outer.tag & bk.bit:
+            bk.accumulate(outer, g, owned)
+
+
+IDENTITY = IdentityRule("input")
+
+
+@contextlib.contextmanager
+def mode(name: str) -> Iterator[None]:
+    """Use mutation mode ``name`` ("poison", "strict" or "snapshot") inside the block."""
+    _check_mode(name)
+    token = MODE.set(name)
+    try:
+        yield
+    finally:
+        MODE.reset(token)
+
+
+def _check_mode(name: str) -> None:
+    if name not in MODES:
+        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}")
+
+
+_WithGradientFields = namedtuple("WithGradient", ["val", "grad"])
+
+
+class WithGradient(_WithGradientFields):
+    """``(val, grad)``; ``bytes_copied`` tells what snapshot mode copied."""
+
+    bytes_copied: int = 0
+
+
+def _is_differentiable_leaf(x: Any) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (int, float, np.integer, np.floating, WrappedArray)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
+
+
+class _Call:
+    """One differentiation call: wrapped inputs, the trace, and the caller's arrays."""
+
+    def __init__(self, args: tuple[Any, ...], mode_name: str | None, copy_inputs: bool):
+        name = mode_name if mode_name is not None else MODE.get()
+        _check_mode(name)
+        self.parent = STATE.get()
+        self.tape = self.parent.tape if self.parent is not None else Tape()
+        depth = self.parent.depth + 1 if self.parent is not None else 1
+        self.trace = Trace(self.tape, depth, name, self.parent)
+        self.start = len(self.tape.nodes)
+        self.frozen: list[np.ndarray] = []
+        leaves, self.rebuild = flatten(args)
+        self.leaves = leaves
+        self.inputs: list[Node | None] = []
+        wrapped_leaves = [self._wrap(x, copy_inputs) for x in leaves]
+        self.args = self.rebuild(wrapped_leaves)
+
+    def _wrap(self, x: Any, copy_inputs: bool) -> Any:
+        if not _is_differentiable_leaf(x):
+            self.inputs.append(None)
+            return x
+        outer = None
+        if isinstance(x, WrappedArray):
+            outer = node_of(x, self.tape) if self.parent is not None else None
+            w = WrappedArray(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
+        elif isinstance(x, np.ndarray):
+            if copy_inputs or not is_dense(x):
+                w = WrappedArray(np.copy(x))
+            else:
+                w = WrappedArray(x.view())
+                w._flags = BORROWED
+                w._views = []
+                self._freeze(x)
+        elif isinstance(x, (int, np.integer)):
+            w = WrappedArray(np.int64(x))
+        else:
+            w = WrappedArray(np.float64(x) if isinstance(x, float) else x)
+        data = w._data
+        tag = self.trace.bit | (outer.tag if outer is not None else 0)
+        node = Node(IDENTITY if outer is not None else LEAF, (outer,) if outer else (), self.tape,
+                    tag, data.shape, data.dtype, None)  # fmt: skip
+        self.tape.nodes.append(node)
+        w._node = node
+        self.inputs.append(node)
+        return w
+
+    def _freeze(self, x: np.ndarray) -> None:
+        """Make the caller's array (and the arrays it views) read-only for the call."""
+        a: Any = x
+        while isinstance(a, np.ndarray):
+            if a.flags.writeable and not any(a is f for f in self.frozen):
+                a.flags.writeable = False
+                self.frozen.append(a)
+            a = a.base
+
+    def thaw(self) -> None:
+        for a in reversed(self.frozen):
+            a.flags.writeable = True
+        self.frozen = []
+
+    def run(self, f: Callable[..., Any]) -> Any:
+        token = STATE.set(self.trace)
+        try:
+            return f(*self.args)
+        finally:
+            STATE.reset(token)
+
+    def output_node(self, out: Any, what: str) -> Node | None:
+        if not isinstance(out, WrappedArray):
+            if isinstance(out, (int, float, np.number)) or (
+                isinstance(out, np.ndarray) and out.shape == ()
+            ):
+                return None
+            raise MutagradError(
+                f"{what} needs f to return a scalar, but it returned {type(out).__name__}. "
+                "Use mutagrad.jacobian for array outputs."
+            )
+        if out.shape != ():
+            raise MutagradError(
+                f"{what} needs f to return a scalar, but it returned an array of shape "
+                f"{out.shape}. Reduce it (np.sum(y)) or use mutagrad.jacobian for array outputs."
+            )
+        token = STATE.set(self.trace)
+        try:
+            return node_of(out, self.tape)
+        finally:
+            STATE.reset(token)
+
+    def sweep(self, out_node: Node | None, seed: Any) -> BackwardPass | None:
+        if out_node is None:
+            return None
+        stop = {n for n in self.inputs if n is not None}
+        token = STATE.set(self.parent)  # a nested sweep is recorded by the enclosing level
+        try:
+            return backward(
+                self.tape,
+                [(out_node, seed)],
+                self.start,
+                self.trace.bit,
+                stop,
+                recording=self.parent is not None,
+            )
+        finally:
+            STATE.reset(token)
+
+    def gradients(self, bk: BackwardPass | None) -> Any:
+        grads = []
+        for leaf, node in zip(self.leaves, self.inputs):
+            grads.append(None if node is None or bk is None else _input_gradient(leaf, node, bk))
+        return self.rebuild(grads)
+
+    def finish(self) -> None:
+        self.thaw()
+        if self.parent is None:
+            self.tape.release()
+
+
+def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
+    cot = bk.cots.get(node)
+    if cot is None:
+        return None
+    dtype = cotangent_dtype(node.dtype)
+    if cot is ZERO:
+        cot = np.zeros(node.shape, dtype=dtype)
+    elif type(cot) is SparseCotangent:
+        cot = (
+            cot.dense()
+            if not any(isinstance(v, WrappedArray) for _, _, v in cot.entries)
+            else _traced_dense(cot)
+        )
+    if isinstance(cot, WrappedArray):
+        return cot
+    if isinstance(leaf, (int, float)) and not isinstance(leaf, np.generic):
+        return float(cot)
+    if node.shape == () and not isinstance(leaf, (np.ndarray, WrappedArray)):
+        return dtype.type(cot)
+    return np.array(cot, dtype=dtype, copy=node not in bk.owned or None)
+
+
+def _traced_dense(sparse: SparseCotangent) -> Any:
+    from mutagrad.core import engine
+
+    return engine.traced_densify(sparse)
+
+
+def _unwrap_output(value: Any) -> Any:
+    if isinstance(value, WrappedArray):
+        return value._data
+    if isinstance(value, tuple):
+        return (
+            type(value)(*map(_unwrap_output, value))
+            if hasattr(value, "_fields")
+            else tuple(map(_unwrap_output, value))
+        )
+    if isinstance(value, list):
+        return [_unwrap_output(v) for v in value]
+    return value
+
+
+def _first(out: Any) -> Any:
+    return out[0] if isinstance(out, tuple) and not isinstance(out, WrappedArray) else out
+
+
+def _seed(node: Node) -> Any:
+    return cotangent_dtype(node.dtype).type(1.0)
+
+
+def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithGradient:
+    """Return ``(val, grad)``: ``f(*args)`` and its gradient with respect to each argument.
+
+    If ``f`` returns a tuple, its first element is differentiated and ``val``
+    is the whole tuple (the rest is auxiliary output), as in Zygote.
+    """
+    call = _Call(args, mode, copy_inputs=False)
+    try:
+        out = call.run(f)
+        node = call.output_node(_first(out), "withgradient")
+        grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
+        bytes_copied = call.tape.bytes_copied
+    finally:
+        call.finish()
+    result = WithGradient(_nested_output(out, call), grads)
+    result.bytes_copied = bytes_copied
+    return result
+
+
+def _nested_output(out: Any, call: _Call) -> Any:
+    # Inside an enclosing gradient call the value stays traced.
+    return out if call.parent is not None else _unwrap_output(out)
+
+
+def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, ...]:
+    """The gradient of scalar-valued ``f`` with respect to each argument.
+
+    Returns a tuple with one entry per argument: an array for array arguments,
+    a float for Python numbers, ``None`` where no gradient flows (strings, ints
+    used as axes or sizes, unused arguments). ``mode`` selects how in-place
+    writes are handled: "poison" (default), "strict" (Zygote's rule) or
+    "snapshot".
+    """
+    return tuple(withgradient(f, *args, mode=mode).grad)
+
+
+class Pullback:
+    """``back(dy)``: the vector-Jacobian product of a recorded call; callable many times."""
+
+    def __init__(self, call: _Call, out: Any):
+        self._call = call
+        self._out = out
+        self._finalizer = weakref.finalize(self, call.tape.release)
+
+    def __call__(self, dy: Any) -> tuple[Any, ...]:
+        call = self._call
+        outs, _ = flatten(self._out)
+        seeds_in, _ = flatten(dy)
+        if len(outs) != len(seeds_in):
+            raise MutagradError(f"back expects {len(outs)} cotangent(s), got {len(seeds_in)}")
+        seeds = []
+        token = STATE.set(call.trace)
+        try:
+            for y, dy_leaf in zip(outs, seeds_in):
+                node = node_of(y, call.tape) if isinstance(y, WrappedArray) else None
+                if node is not None and dy_leaf is not None:
+                    seeds.append((node, np.asarray(dy_leaf, dtype=cotangent_dtype(node.dtype))))
+        finally:
+            STATE.reset(token)
+        if not seeds:
+            return tuple(call.gradients(None))
+        stop = {n for n in call.inputs if n is not None}
+        bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording=False)
+        return tuple(call.gradients(bk))
+
+
+def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, Pullback]:
+    """Return ``(y, back)`` with ``y = f(*args)`` and ``back(dy)`` its vector-Jacobian product.
+
+    Array arguments are copied once, so ``back`` stays valid however the
+    caller's arrays change afterwards; writes to WrappedArrays that ``y``'s
+    pullback still reads poison it (``back`` then raises).
+    """
+    if STATE.get() is not None:
+        raise MutagradError("pullback inside a gradient call is not supported; use gradient")
+    call = _Call(args, mode, copy_inputs=True)
+    try:
+        out = call.run(f)
+    except BaseException:
+        call.finish()
+        raise
+    back = Pullback(call, out)
+    value = _unwrap_output(out)
+    return _copy_if_captured(out, value), back
+
+
+def _copy_if_captured(out: Any, value: Any) -> Any:
+    """The returned value must not alias memory the pullback reads."""
+    if isinstance(out, WrappedArray) and isinstance(value, np.ndarray):
+        base = out._base or out
+        if base._captures:
+            return value.copy()
+    return value
+
+
+def _contains_wrapped(obj: Any) -> bool:
+    if isinstance(obj, WrappedArray):
+        return True
+    return isinstance(obj, (list, tuple)) and any(_contains_wrapped(o) for o in obj)
+
+
+def _stack_nested(obj: Any, dtype: Any) -> Any:
+    """``np.array`` of a nested list holding WrappedArrays, built with traced stacking."""
+    if isinstance(obj, (list, tuple)):
+        parts = [_stack_nested(o, dtype) for o in obj]
+        parts = [p if isinstance(p, WrappedArray) else WrappedArray(np.asarray(p)) for p in parts]
+        stacked = np.stack(parts)
+        return stacked if dtype is None else stacked.astype(dtype)
+    if isinstance(obj, WrappedArray):
+        return obj.copy() if dtype is None else obj.astype(dtype)
+    return np.asarray(obj, dtype=dtype)
+
+
+def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
+    """A WrappedArray holding a copy of ``obj`` (like ``np.array``).
+
+    A (nested) list of traced values is stacked on the tape, so
+    ``mutagrad.array([a, b])`` keeps the gradients of ``a`` and ``b``.
+    """
+    if isinstance(obj, WrappedArray):
+        if not copy and (dtype is None or np.dtype(dtype) == obj.dtype):
+            return obj
+        return obj.copy() if dtype is None else obj.astype(dtype)
+    if _contains_wrapped(obj):
+        return _stack_nested(obj, dtype)
+    return WrappedArray(np.array(obj, dtype=dtype, copy=copy))
+
+
+def asarray(obj: Any, dtype: Any = None) -> WrappedArray:
+    """``obj`` as a WrappedArray, sharing memory with it where numpy would."""
+    if isinstance(obj, WrappedArray) or _contains_wrapped(obj):
+        return array(obj, dtype, copy=False)
+    data = np.asarray(obj, dtype=dtype)
+    if not is_dense(data):
+        data = np.copy(data)
+    return WrappedArray(data)
+
+
+def ignore_derivatives(x: Any) -> Any:
+    """A value, or the result of calling ``x()``, through which no gradient flows.
+
+    ``ignore_derivatives(x)`` is a view of ``x`` that reads as a constant.
+    ``ignore_derivatives(fn)`` calls ``fn()`` and returns its result as
+    constants; writes ``fn`` makes to traced arrays are still recorded, so
+    their effect on other values keeps its gradient.
+    """
+    if callable(x) and not isinstance(x, WrappedArray):
+        return _detach_tree(x())
+    return _detach_tree(x)
+
+
+def _detach_tree(value: Any) -> Any:
+    from mutagrad.core.wrapped import DETACHED, make_view
+
+    if isinstance(value, WrappedArray):
+        data = value._data
+        if not isinstance(data, np.ndarray):
+            return WrappedArray(data)
+        detached = make_view(value, data.view())
+        detached._flags |= DETACHED
+        return detached
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_detach_tree(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _detach_tree(v) for k, v in value.items()}
+    return value
+
+
+def is_traced(x: Any) -> bool:
+    """Whether ``x`` carries a gradient in the current gradient call."""
+    return isinstance(x, WrappedArray) and is_active(x)

@@ -1,0 +1,539 @@
+"""The tape engine: traces, nodes, captures, rules and the backward loop.
+
+This module knows nothing about numpy functions; every numpy fact lives in
+``mutagrad.rules``. It provides:
+
+* :class:`Tape` – the nodes of one outermost gradient call, in the order they
+  were recorded (a valid reverse topological order for the backward pass).
+* :class:`Trace` – one level of (possibly nested) differentiation, held in a
+  context variable so that threads and tasks never see each other's tapes.
+* :class:`Node` – one recorded operation: its rule, its input nodes and what
+  its pullback will read.
+* :class:`Capture` – a saved array a pullback will read. It records the
+  version of the array it saw; an in-place write that overlaps it *poisons*
+  it, and reading a poisoned capture raises :class:`PoisonedCaptureError`
+  instead of returning a wrong gradient.
+* :class:`VjpRule` – a differentiation rule with one vector-Jacobian product
+  per argument and a declaration of what each one reads, so the engine (not
+  a closure) owns the saved values and can check or snapshot them.
+* :func:`backward` – the reverse sweep.
+
+Activity: a node's ``tag`` is a bitmask of the nesting levels whose inputs it
+depends on. A value with no node on the current tape is a constant; a rule
+only saves what the gradients of its *active* inputs need, so values kept for
+constants can never poison anything.
+
+Higher order: the backward sweep of an inner gradient call that runs inside an
+outer one is itself recorded (pullbacks are written in traceable numpy), so
+the outer call can differentiate it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.sites import Site, format_site, source_line, user_site
+from mutagrad.core.tangents import (
+    ZERO,
+    Meta,
+    NoTangent,
+    SparseCotangent,
+    ZeroTangent,
+    cotangent_dtype,
+    has_layout,
+    owned_copy,
+    unbroadcast,
+)
+from mutagrad.errors import NotDifferentiableError, PoisonedCaptureError
+
+MODES = ("poison", "strict", "snapshot")
+
+
+class Tape:
+    """Everything recorded by one outermost gradient call (and calls nested in it)."""
+
+    __slots__ = ("__weakref__", "bytes_copied", "capture_bases", "guard_bytes", "nodes", "touched")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        # Arrays whose current node or captures point into this tape, held
+        # weakly: ``release`` detaches the ones still alive, so a long-lived
+        # array (a parameter, a constant in a closure) keeps no dead tape.
+        self.touched: dict[int, weakref.ref] = {}
+        self.capture_bases: dict[int, weakref.ref] = {}
+        self.bytes_copied = 0  # snapshot mode: old data copied before writes
+        self.guard_bytes = 0  # raw ndarrays copied because a pullback reads them
+
+    def touch(self, base: Any) -> None:
+        """Remember that ``base._node`` now points into this tape."""
+        _remember(self.touched, base)
+
+    def release(self) -> None:
+        """Detach this tape from long-lived arrays: their nodes and captures."""
+        for ref in self.touched.values():
+            base = ref()
+            if base is not None and base._node is not None and base._node.tape is self:
+                base._node = None
+        for ref in self.capture_bases.values():
+            base = ref()
+            if base is not None and base._captures:
+                base._captures = [c for c in base._captures if c.tape is not self]
+        self.touched = {}
+        self.capture_bases = {}
+
+
+def _remember(table: dict[int, weakref.ref], obj: Any) -> None:
+    ref = table.get(id(obj))
+    if ref is None or ref() is not obj:
+        table[id(obj)] = weakref.ref(obj)
+
+
+class Trace:
+    """One active level of differentiation."""
+
+    __slots__ = ("bit", "depth", "mode", "parent", "tape")
+
+    def __init__(self, tape: Tape, depth: int, mode: str, parent: Trace | None):
+        self.tape = tape
+        self.depth = depth
+        self.bit = 1 << depth
+        self.mode = mode
+        self.parent = parent
+
+
+STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
+MODE: ContextVar[str] = ContextVar("mutagrad_mode", default="poison")
+
+
+class Node:
+    """One recorded operation; also the identity of the value it produced."""
+
+    __slots__ = ("dtype", "inputs", "kwargs", "rule", "saved", "shape", "site", "tag", "tape")
+
+    def __init__(
+        self,
+        rule: Rule,
+        inputs: tuple[Node | None, ...],
+        tape: Tape,
+        tag: int,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        site: Site | None,
+    ):
+        self.rule = rule
+        self.inputs = inputs
+        self.tape = tape
+        self.tag = tag
+        self.shape = shape
+        self.dtype = dtype
+        self.site = site
+        self.saved: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Node {self.rule.name} shape={self.shape}>"
+
+
+class WriteRecord:
+    """What an in-place write did, for error messages and ``explain``."""
+
+    __slots__ = ("base_shape", "operation", "region", "site", "version")
+
+    def __init__(self, operation: str, site: Site | None, version: int, region: str, shape):
+        self.operation = operation
+        self.site = site
+        self.version = version
+        self.region = region
+        self.base_shape = shape
+
+
+class Capture:
+    """A saved array, valid until an overlapping in-place write poisons it.
+
+    ``data`` is what the pullback reads; ``region`` is where the value lives
+    in its base array's current memory (the two differ only after snapshot
+    mode or a copy-on-write moved one of them).
+    """
+
+    __slots__ = (
+        "base",
+        "closure",
+        "data",
+        "node",
+        "poisoned_by",
+        "region",
+        "snapshot",
+        "tape",
+        "version",
+    )
+
+    def __init__(self, data: np.ndarray, base: Any, node: Node, snapshot: bool, closure: bool):
+        self.data = data
+        self.region: np.ndarray | None = data
+        self.base = base
+        self.version = base._version
+        self.node = node
+        self.tape = node.tape
+        self.snapshot = snapshot  # copy the old data instead of poisoning
+        self.closure = closure  # held by a user closure: cannot be redirected
+        self.poisoned_by: WriteRecord | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.poisoned_by is None
+
+    def read(self) -> np.ndarray:
+        if self.poisoned_by is not None:
+            raise PoisonedCaptureError(poison_message(self))
+        return self.data
+
+
+def poison_message(capture: Capture) -> str:
+    write = capture.poisoned_by
+    assert write is not None
+    node = capture.node
+    what = f"the value {node.rule.name} saved for its pullback"
+    lines = [
+        f"{what} was overwritten in place before the backward pass read it.",
+        "",
+        f"  captured by {node.rule.name} at version {capture.version}:",
+        format_site(node.site),
+        f"  overwritten by {write.operation} (region {write.region} of an array of shape "
+        f"{write.base_shape}), making version {write.version}:",
+        format_site(write.site),
+        "",
+        "Fixes:",
+        "  - copy before mutating: write into x.copy() (or np.copy(x)) instead of x,",
+        "    or take a copy of what you keep, e.g. `saved = x.copy()` before the write;",
+        '  - or run with mode="snapshot", which copies the old data only where a pullback',
+        "    still needs it (its cost shows in withgradient(...).bytes_copied).",
+    ]
+    capture_text, write_text = source_line(node.site), source_line(write.site)
+    if capture_text and write_text:
+        lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
+    return "\n".join(lines)
+
+
+class Rule:
+    """How the engine differentiates one kind of node."""
+
+    __slots__ = ("name",)
+    leaf = False
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class LeafRule(Rule):
+    """An input of a gradient call: the backward sweep stops here."""
+
+    __slots__ = ()
+    leaf = True
+
+
+LEAF = LeafRule("input")
+
+ANS = "ans"  # in a rule's ``reads``: the pullback reads the function's output
+
+
+class VjpRule(Rule):
+    """A rule given as one vector-Jacobian product per positional argument.
+
+    ``vjps[i](g, ans, *args, **kwargs)`` returns the cotangent of argument
+    ``i`` (``None`` where the argument has no derivative). ``reads[i]`` names
+    what that vjp looks at: argument positions and/or :data:`ANS`. The engine
+    saves exactly what the vjps of the active arguments read; every other
+    array argument reaches the vjp as a :class:`Meta` (shape and dtype only).
+    ``fun`` computes the primal value from raw arrays.
+    """
+
+    __slots__ = ("_plans", "fun", "params", "reads", "vjps")
+
+    def __init__(
+        self,
+        name: str,
+        fun: Callable[..., Any],
+        vjps: tuple[Callable[..., Any] | None, ...],
+        reads: tuple[tuple[int | str, ...], ...],
+        params: bool = True,
+    ):
+        super().__init__(name)
+        if len(reads) != len(vjps):
+            raise ValueError(f"rule {name}: {len(vjps)} vjps but {len(reads)} read declarations")
+        self.fun = fun
+        self.vjps = vjps
+        self.reads = reads
+        # Whether the vjps receive the call's keyword arguments (a ufunc's
+        # dtype= or casting= do not change its derivative, so ufunc vjps don't).
+        self.params = params
+        self._plans: dict[tuple[bool, ...], tuple[tuple[bool, ...], bool]] = {}
+
+    def plan(self, active: tuple[bool, ...]) -> tuple[tuple[bool, ...], bool]:
+        """Which arguments, and whether the output, must be saved for ``active`` inputs."""
+        plan = self._plans.get(active)
+        if plan is None:
+            need = [False] * len(active)
+            need_ans = False
+            for i, on in enumerate(active):
+                if not on or i >= len(self.reads):
+                    continue
+                for item in self.reads[i]:
+                    if item == ANS:
+                        need_ans = True
+                    elif item < len(need):
+                        need[item] = True
+            plan = self._plans[active] = (tuple(need), need_ans)
+        return plan
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        inputs = node.inputs
+        recording = bk.recording and bk.needs_recording(node, g)
+        saved = node.saved
+        if recording:
+            vals = [
+                bk.traced(v, inputs[i] if i < len(inputs) else node) for i, v in enumerate(saved)
+            ]
+        else:
+            vals = [v.read() if type(v) is Capture else v for v in saved]
+        ans = vals.pop()
+        kwargs = node.kwargs or {}
+        vjps = self.vjps
+        bit = bk.bit
+        for i, inp in enumerate(inputs):
+            if inp is not None and inp.tag & bit:
+                vjp = vjps[i] if i < len(vjps) else None
+                if vjp is None:
+                    raise NotDifferentiableError(
+                        f"{self.name} has no derivative with respect to argument {i}, "
+                        "but that argument depends on a differentiated input"
+                    )
+                bk.accumulate(inp, vjp(g, ans, *vals, **kwargs))
+
+
+# Set by mutagrad.core.wrapped: builds a traced read-only handle on a value.
+make_traced_handle: Callable[[Any, Node | None], Any] = None  # type: ignore[assignment]
+# Set by mutagrad.rules.regions: densifies a sparse cotangent with traced values.
+traced_densify: Callable[[SparseCotangent], Any] = None  # type: ignore[assignment]
+
+
+def is_traced(x: Any) -> bool:
+    """True for a value carrying a node (only seen in higher-order sweeps)."""
+    return getattr(x, "_mutagrad_traced", False)
+
+
+class BackwardPass:
+    """State of one reverse sweep: the cotangent of every node reached so far.
+
+    ``owned`` holds the nodes whose cotangent array the engine allocated itself;
+    only those may be updated in place. A cotangent returned by a pullback may
+    be shared (``add`` hands the same array to both inputs), so it is never
+    modified.
+    """
+
+    __slots__ = ("bit", "cots", "outer_mask", "owned", "recording", "tape")
+
+    def __init__(self, tape: Tape, bit: int, recording: bool):
+        self.tape = tape
+        self.bit = bit
+        self.recording = recording
+        self.outer_mask = bit - 2  # the levels enclosing this one
+        self.cots: dict[Node, Any] = {}
+        self.owned: set[Node] = set()
+
+    def needs_recording(self, node: Node, g: Any) -> bool:
+        """Whether this node's pullback must run on traced values."""
+        return bool(node.tag & self.outer_mask) or is_traced(g)
+
+    def traced(self, value: Any, node: Node | None) -> Any:
+        if type(value) is Capture:
+            value = value.read()
+        if isinstance(value, Meta) or node is None:
+            return value
+        return make_traced_handle(value, node)
+
+    def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
+        """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""
+        if c is None or type(c) is NoTangent:
+            return
+        cots = self.cots
+        if type(c) is ZeroTangent:
+            if node not in cots:
+                cots[node] = ZERO
+            return
+        old = cots.get(node)
+        if type(c) is SparseCotangent:
+            if old is None or old is ZERO:
+                cots[node] = c
+            elif type(old) is SparseCotangent:
+                old.entries.extend(c.entries)
+            else:
+                self._add_sparse_into(node, old, c)
+            return
+        if not hasattr(c, "shape"):
+            c = np.asarray(c)
+        if c.shape != node.shape:
+            c = unbroadcast(c, node.shape)
+        want = cotangent_dtype(node.dtype)
+        if c.dtype != want and not is_traced(c):
+            c = c.astype(want)
+            owned = True
+        if old is None or old is ZERO:
+            cots[node] = c
+            if owned:
+                self.owned.add(node)
+        elif type(old) is SparseCotangent:
+            buf = c if (owned and isinstance(c, np.ndarray)) else owned_copy(c, want, old.layout)
+            cots[node] = old.add_to(buf) if not is_traced(buf) else buf + traced_densify(old)
+            self.owned.add(node)
+        elif node in self.owned and type(old) is np.ndarray and not is_traced(c):
+            old += c
+        else:
+            cots[node] = old + c
+            if isinstance(cots[node], np.ndarray):
+                self.owned.add(node)
+
+    def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
+        if is_traced(old) or _sparse_is_traced(sparse):
+            self.cots[node] = old + traced_densify(sparse)
+            return
+        owned = node in self.owned and type(old) is np.ndarray
+        if not (owned and has_layout(old, sparse.layout)):
+            old = owned_copy(old, sparse.dtype, sparse.layout)
+            self.owned.add(node)
+        self.cots[node] = sparse.add_to(old)
+
+    def take(self, node: Node) -> tuple[Any, bool]:
+        """Remove and return ``node``'s cotangent, dense, with its ownership."""
+        g = self.cots.pop(node)
+        owned = node in self.owned
+        if owned:
+            self.owned.discard(node)
+        if type(g) is SparseCotangent:
+            if _sparse_is_traced(g):
+                return traced_densify(g), False
+            return g.dense(), True
+        return g, owned
+
+
+def _sparse_is_traced(sparse: SparseCotangent) -> bool:
+    return any(is_traced(value) for _, _, value in sparse.entries)
+
+
+def backward(
+    tape: Tape,
+    seeds: list[tuple[Node, Any]],
+    start: int,
+    bit: int,
+    stop: set[Node],
+    recording: bool,
+) -> BackwardPass:
+    """Run the reverse sweep over ``tape.nodes[start:]`` from ``seeds``.
+
+    Nodes in ``stop`` (the inputs being differentiated) keep their cotangent
+    and are not propagated through. Nodes whose cotangent is a structural zero
+    are not called; the zero is passed on so that an input reached only
+    through overwritten values gets zeros rather than ``None``.
+    """
+    bk = BackwardPass(tape, bit, recording)
+    for node, g in seeds:
+        bk.accumulate(node, g)
+    nodes = tape.nodes
+    cots = bk.cots
+    for k in range(len(nodes) - 1, start - 1, -1):
+        node = nodes[k]
+        if node not in cots or node in stop or node.rule.leaf:
+            continue
+        if cots[node] is ZERO:
+            del cots[node]
+            for inp in node.inputs:
+                if inp is not None and inp.tag & bit and inp not in cots:
+                    cots[inp] = ZERO
+            continue
+        g, owned = bk.take(node)
+        node.rule.backward(node, g, owned, bk)
+    return bk
+
+
+def record(
+    rule: VjpRule,
+    args: tuple[Any, ...],
+    raw: list[Any],
+    nodes: list[Node | None],
+    result: Any,
+    kwargs: dict[str, Any] | None,
+    trace: Trace,
+) -> tuple[Node, bool]:
+    """Record ``rule`` applied to ``args`` (some traced) producing ``result``.
+
+    Saves what the active arguments' vjps read: a :class:`Capture` for an
+    array in a WrappedArray, a private copy of a raw ndarray (nothing can
+    version-track writes to it), the value itself for immutable scalars. The
+    output's slot is filled by :func:`save_output` once it is wrapped, when
+    the returned flag says the vjps read it. ``result`` only lends its shape
+    and dtype (an in-place operation passes its destination before writing).
+    """
+    tag = 0
+    for n in nodes:
+        if n is not None:
+            tag |= n.tag
+    tape = trace.tape
+    node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, user_site(2))
+    need, need_ans = rule.plan(tuple(n is not None for n in nodes))
+    snapshot = trace.mode == "snapshot"
+    saved: list[Any] = []
+    for i, r in enumerate(raw):
+        if need[i]:
+            saved.append(save_value(r, args[i], node, snapshot))
+        elif type(r) is np.ndarray:
+            saved.append(Meta(r.shape, r.dtype))
+        else:
+            saved.append(r)
+    saved.append(None)
+    node.saved = tuple(saved)
+    if kwargs and rule.params:
+        node.kwargs = kwargs
+    tape.nodes.append(node)
+    return node, need_ans
+
+
+def save_output(node: Node, wrapped: Any, snapshot: bool) -> None:
+    """Fill the output slot of ``node.saved`` with the (wrapped) output."""
+    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, snapshot))
+
+
+def save_value(raw: Any, arg: Any, node: Node, snapshot: bool) -> Any:
+    if type(raw) is np.ndarray:
+        if hasattr(arg, "_mutagrad_traced"):
+            return capture(arg, raw, node, snapshot)
+        # A raw ndarray lies outside the version system: keep a private copy.
+        node.tape.guard_bytes += raw.nbytes
+        return raw.copy()
+    if isinstance(raw, list):
+        return np.array(raw)
+    return raw
+
+
+def capture(
+    wrapped: Any, data: np.ndarray, node: Node, snapshot: bool, closure: bool = False
+) -> Capture:
+    """Register ``data`` (memory of ``wrapped``) as saved for ``node``'s pullback."""
+    base = wrapped._base if wrapped._base is not None else wrapped
+    c = Capture(data, base, node, snapshot, closure)
+    caps = base._captures
+    if caps is None:
+        base._captures = [c]
+    else:
+        caps.append(c)
+    _remember(node.tape.capture_bases, base)
+    return c

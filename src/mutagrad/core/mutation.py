@@ -1,0 +1,434 @@
+"""In-place writes on WrappedArrays: versions, poisoning, snapshots, write nodes.
+
+Every path that changes an array's elements (``x[i] = v``, ``x += v``, ufuncs
+with ``out=``, ``fill``, ``np.copyto``, ``ufunc.at``, in-place sort, ...) ends
+in the same three steps:
+
+1. :func:`prepare_write` – refuse it (strict mode, frozen Buffer, read-only
+   handle), copy borrowed memory (the caller's array is never written), and
+   deal with every live capture whose memory overlaps the written place:
+   poison it (``poison`` mode), or copy its old data out (``snapshot`` mode,
+   and always for a capture made by the writing operation itself, which must
+   not poison its own input).
+2. numpy performs the write on the raw memory; the base's version grows by one.
+3. :func:`commit` records a WRITE node so the base's current value on the tape
+   is "old value with this place replaced".
+
+A write whose old value no pullback reads poisons nothing and costs no copy:
+that is the "easy case" the design exists for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.engine import STATE, Capture, Node, Trace, WriteRecord, record, save_output
+from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
+from mutagrad.core.sites import format_site, user_site
+from mutagrad.core.wrapped import (
+    BORROWED,
+    BUFFER,
+    DETACHED,
+    FROZEN,
+    NONDIFFERENTIABLE,
+    READONLY,
+    UFUNC_RULES,
+    WrappedArray,
+    conversion_message,
+    missing_rule_message,
+    node_of,
+    unwrap,
+)
+from mutagrad.errors import (
+    FrozenBufferError,
+    MissingRuleError,
+    MutagradError,
+    MutationError,
+    NotDifferentiableError,
+    SnapshotUnavailableError,
+    TracerConversionError,
+)
+
+# --------------------------------------------------------------------------
+# Step 1: permission, copy-on-write, captures.
+
+
+def describe_array(w: WrappedArray) -> str:
+    kind = "view" if w._base is not None else "array"
+    return f"{w.dtype} {kind} of shape {w.shape}"
+
+
+def strict_message(operation: str, w: WrappedArray, site: Any) -> str:
+    return (
+        f"Mutating arrays is not supported -- called {operation} on {describe_array(w)}\n"
+        f"{format_site(site)}\n"
+        "This error occurs when you ask mutagrad to differentiate, in strict mode, an operation\n"
+        "that changes the elements of an array in place (x[i] = ..., x += ..., out=...).\n"
+        "Possible fixes:\n"
+        "  - avoid mutating operations (preferred): build a new array instead;\n"
+        "  - write into a mutagrad.Buffer and call buffer.copy() when it is complete;\n"
+        "  - give the mutating function a custom rule (@mutagrad.rrule or mutagrad.defvjp);\n"
+        '  - or differentiate with mode="poison" (the default), which accepts a mutation\n'
+        "    whenever no gradient needs the overwritten value."
+    )
+
+
+def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> WrappedArray:
+    """Check that ``w`` may be written and make its memory ours; return its base."""
+    base = w._base if w._base is not None else w
+    if w._flags & (READONLY | DETACHED):
+        if w._flags & READONLY:
+            raise MutagradError(
+                f"{operation} on a value handed to a pullback: those are read-only, since the "
+                "backward pass may read them again"
+            )
+        if trace is not None:
+            raise NotDifferentiableError(
+                f"{operation} through a view that carries no derivative (from "
+                "ignore_derivatives or a dtype-changing x.view()); write to the original array"
+            )
+    flags = base._flags
+    if flags & FROZEN:
+        raise FrozenBufferError(
+            f"{operation} on a Buffer after buffer.copy() froze it, at\n"
+            f"{format_site(user_site(3))}\n"
+            "Copying a Buffer hands its memory to the returned array without a copy, so it\n"
+            "cannot change afterwards. Write everything before calling copy(), or start a\n"
+            "new Buffer."
+        )
+    if trace is not None and trace.mode == "strict" and not flags & BUFFER:
+        raise MutationError(strict_message(operation, w, user_site(3)))
+    if not w._data.flags.writeable and not flags & BORROWED:
+        raise ValueError("assignment destination is read-only")
+    if flags & BORROWED:
+        if not w._data.flags.writeable:
+            raise ValueError("assignment destination is read-only")
+        copy_on_write(base)
+    return base
+
+
+def _rebased(view: np.ndarray, old: np.ndarray, new_flat: np.ndarray) -> np.ndarray:
+    offset = view.__array_interface__["data"][0] - old.__array_interface__["data"][0]
+    moved = np.ndarray(view.shape, view.dtype, new_flat, offset, view.strides)
+    if not view.flags.writeable:
+        moved.flags.writeable = False
+    return moved
+
+
+def copy_on_write(base: WrappedArray) -> None:
+    """Give ``base`` its own copy of the caller's memory before its first write.
+
+    Views follow the base into the new memory; captures keep reading the
+    caller's memory (which never changes) but track overlap in the new one.
+    """
+    old = base._data
+    new = old.copy(order="K")
+    new_flat = new.ravel(order="K")
+    base._data = new
+    base._flags &= ~BORROWED
+    for view in base._views or ():
+        view._data = _rebased(view._data, old, new_flat)
+    for c in base._captures or ():
+        if c.region is not None:
+            c.region = _rebased(c.region, old, new_flat)
+    base._views = None
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+    if a is b:
+        return True
+    try:
+        return np.shares_memory(a, b, max_work=1000)
+    except np.exceptions.TooHardError:
+        return True  # conservative: treat as overlapping
+
+
+def invalidate(base: WrappedArray, place: np.ndarray, write: WriteRecord, own: Node | None) -> None:
+    """Poison or snapshot every live capture on ``base`` that overlaps ``place``."""
+    caps = base._captures
+    if not caps:
+        return
+    keep = []
+    for c in caps:
+        region = c.region
+        if region is None or not _overlaps(region, place):
+            if region is not None:
+                keep.append(c)
+            continue
+        if c.node is own or c.snapshot:
+            _snapshot(c, write, own)
+        else:
+            c.poisoned_by = write
+    base._captures = keep
+
+
+def _snapshot(c: Capture, write: WriteRecord, own: Node | None) -> None:
+    if c.closure:
+        raise SnapshotUnavailableError(
+            f"snapshot mode must keep the old value that the rule for {c.node.rule.name} saved,\n"
+            f"{format_site(c.node.site)}\n"
+            f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
+            "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
+            "cannot redirect to a copy. Register the rule with declared saved values instead:\n"
+            "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
+            "so the engine owns what the pullback reads."
+        )
+    c.data = c.data.copy()
+    c.region = None
+    if c.node is not own:
+        c.tape.bytes_copied += c.data.nbytes
+
+
+# --------------------------------------------------------------------------
+# Step 3: the tape.
+
+
+def _active_node(base: WrappedArray, trace: Trace) -> Node | None:
+    n = base._node
+    return n if n is not None and n.tape is trace.tape else None
+
+
+def _covers_base(place: np.ndarray, base: WrappedArray) -> bool:
+    data = base._data
+    if place is data:
+        return True
+    return (
+        place.shape == data.shape
+        and place.strides == data.strides
+        and place.__array_interface__["data"][0] == data.__array_interface__["data"][0]
+    )
+
+
+def commit(
+    base: WrappedArray,
+    place: np.ndarray,
+    value_node: Node | None,
+    trace: Trace,
+    kind: int = NO_INDEX,
+    index: Any = None,
+    winners: Any = None,
+) -> None:
+    """Make the base's node "old value with ``place`` replaced by ``value_node``"."""
+    old_node = _active_node(base, trace)
+    if old_node is None and value_node is None:
+        return
+    tape = trace.tape
+    if (
+        old_node is None
+        and kind == NO_INDEX
+        and value_node.shape == base._data.shape
+        and _covers_base(place, base)
+    ):
+        base._node = value_node  # nothing of the old value survives, and it was constant
+    else:
+        tag = (old_node.tag if old_node is not None else 0) | (
+            value_node.tag if value_node is not None else 0
+        )
+        data = base._data
+        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, user_site(3))
+        node.kwargs = {
+            "view": place,
+            "base": data,
+            "kind": kind,
+            "index": index,
+            "winners": winners,
+        }
+        tape.nodes.append(node)
+        base._node = node
+    tape.touch(base)
+
+
+# --------------------------------------------------------------------------
+# The write paths.
+
+
+def _format_index(key: Any) -> str:
+    def one(k: Any) -> str:
+        if isinstance(k, slice):
+            start = "" if k.start is None else str(k.start)
+            stop = "" if k.stop is None else str(k.stop)
+            return f"{start}:{stop}" + ("" if k.step is None else f":{k.step}")
+        if k is Ellipsis:
+            return "..."
+        if k is None:
+            return "None"
+        if isinstance(k, np.ndarray):
+            return f"<{k.dtype} index of shape {k.shape}>"
+        return str(k)
+
+    parts = key if isinstance(key, tuple) else (key,)
+    return "[" + ", ".join(one(k) for k in parts) + "]"
+
+
+def _region_text(w: WrappedArray, key: Any) -> str:
+    text = _format_index(key) if key is not Ellipsis else "[...]"
+    return text if w._base is None else f"{text} of a view of shape {w.shape}"
+
+
+def setitem(w: WrappedArray, index: Any, value: Any) -> None:
+    assign(w, index, value, "__setitem__")
+
+
+def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
+    """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
+    from mutagrad.rules.indexing import normalize_index
+
+    trace = STATE.get()
+    key, basic = normalize_index(index)
+    if isinstance(value, WrappedArray):
+        raw_value = value._data
+        value_node = node_of(value, trace.tape) if trace is not None else None
+    else:
+        raw_value = unwrap(value) if isinstance(value, (list, tuple)) else value
+        value_node = None
+    base = prepare_write(w, operation, trace)
+    data = w._data
+    if (
+        value_node is not None
+        and data.dtype.kind in "biu"
+        and np.asarray(raw_value).dtype.kind in "fc"
+    ):
+        raise NotDifferentiableError(
+            f"{operation} stores traced floating-point values into a {data.dtype} array, which "
+            "truncates them; the result has no derivative. Cast explicitly "
+            "(x.astype(int)) if the truncation is intended, or use a float array."
+        )
+    winners = None
+    if mask is not None:
+        kind, place, index_out = MASK_INDEX, data, np.array(mask, dtype=bool)
+    elif basic:
+        place = data[key]
+        if not isinstance(place, np.ndarray):  # every axis indexed by an integer: one element
+            place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+        kind, index_out = NO_INDEX, None
+    else:
+        kind, place, index_out = FANCY_INDEX, data, key
+        if value_node is not None:
+            winners = _winners(data, key)
+    site = user_site(3)
+    write = WriteRecord(operation, site, base._version + 1, _region_text(w, key), base._data.shape)
+    invalidate(base, place, write, None)
+    if mask is None:
+        data[key] = raw_value
+    else:
+        np.copyto(data, raw_value, where=index_out)
+    base._version += 1
+    if trace is not None:
+        commit(base, place, value_node, trace, kind, index_out, winners)
+
+
+def _winners(data: np.ndarray, key: Any) -> np.ndarray | None:
+    """For an advanced index that repeats positions: which written elements numpy kept.
+
+    numpy keeps one value per repeated position without promising which, so
+    ask it: write element numbers through the same index and read them back.
+    """
+    probe = np.full(data.shape, -1, dtype=np.intp)
+    selected_shape = probe[key].shape
+    numbers = np.arange(int(np.prod(selected_shape, dtype=np.int64))).reshape(selected_shape)
+    probe[key] = numbers
+    kept = probe[key] == numbers
+    return None if kept.all() else kept
+
+
+def ufunc_into(
+    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
+) -> WrappedArray:
+    """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included)."""
+    trace = STATE.get()
+    operation = f"np.{ufunc.__name__}(..., out=)"
+    base = prepare_write(out, operation, trace)
+    tape = trace.tape if trace is not None else None
+    raw = []
+    nodes: list[Node | None] = []
+    for a in inputs:
+        if isinstance(a, WrappedArray):
+            raw.append(a._data)
+            nodes.append(node_of(a, tape) if tape is not None else None)
+        else:
+            raw.append(a)
+            nodes.append(None)
+    target = out._data
+    node = None
+    need_ans = False
+    if any(n is not None for n in nodes):
+        rule = UFUNC_RULES.get(ufunc)
+        if rule is not None:
+            assert trace is not None
+            node, need_ans = record(rule, inputs, raw, nodes, target, kwargs or None, trace)
+        elif ufunc not in NONDIFFERENTIABLE:
+            raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    write = WriteRecord(operation, user_site(3), base._version + 1, _region_text(out, Ellipsis),
+                        base._data.shape)  # fmt: skip
+    invalidate(base, target, write, node)
+    ufunc(*raw, out=target, **kwargs)
+    base._version += 1
+    if trace is not None:
+        if node is not None and need_ans:
+            save_output(node, out, trace.mode == "snapshot")
+        if node is not None and out._base is None:
+            base._node = node  # the op's value is the array's whole new value
+            trace.tape.touch(base)
+        else:
+            commit(base, target, node, trace)
+    return out
+
+
+def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:
+    """A ufunc call with ``out=``: in place into WrappedArrays, refused into raw arrays."""
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    outs = out if isinstance(out, tuple) else (out,)
+    if not any(isinstance(o, WrappedArray) for o in outs):
+        from mutagrad.core.wrapped import any_active
+
+        if any_active(inputs):
+            raise TracerConversionError(
+                conversion_message(f"np.{ufunc.__name__}(..., out=ndarray)")
+            )
+        return getattr(ufunc, method)(*unwrap(inputs), out=out, **unwrap(kwargs))
+    if "where" in kwargs:
+        from mutagrad.core.wrapped import any_active
+
+        if any_active(inputs) or any_active(outs):
+            raise NotDifferentiableError(
+                f"np.{ufunc.__name__}(..., out=..., where=...) is not supported on traced arrays; "
+                "compute the full result and use np.where(mask, result, out)"
+            )
+    if method == "__call__" and len(outs) == 1:
+        return ufunc_into(ufunc, inputs, outs[0], kwargs)
+    results = getattr(ufunc, method)(*inputs, **kwargs)
+    results = results if isinstance(results, tuple) else (results,)
+    for o, r in zip(outs, results):
+        if o is None:
+            continue
+        if isinstance(o, WrappedArray):
+            assign(o, Ellipsis, r, f"np.{ufunc.__name__}(..., out=)")
+        else:
+            from mutagrad.core.wrapped import is_active
+
+            if isinstance(r, WrappedArray) and is_active(r):
+                raise TracerConversionError(
+                    conversion_message(f"np.{ufunc.__name__}(..., out=ndarray)")
+                )
+            o[...] = unwrap(r)
+    return out
+
+
+def assign_out(result: Any, out: Any, operation: str) -> Any:
+    """Finish a function called with ``out=``: store ``result`` into ``out`` in place."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        (out,) = out
+    if isinstance(out, WrappedArray):
+        assign(out, Ellipsis, result, operation)
+        return out
+    from mutagrad.core.wrapped import is_active
+
+    if isinstance(result, WrappedArray) and is_active(result):
+        raise TracerConversionError(conversion_message(f"{operation} with out=ndarray"))
+    out[...] = unwrap(result)
+    return out

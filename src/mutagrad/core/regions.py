@@ -1,0 +1,257 @@
+"""Reading and writing parts of an array, on the tape.
+
+Two engine rules live here, because mutation is made of them:
+
+* :data:`VIEW_READ` – the value of a view (``y[1:3]``, ``y.T``, ``ys[i]``) at
+  the base's current version. Its pullback scatters the cotangent into the
+  base, sparsely, so reading many small views costs O(view) each.
+* :data:`WRITE` – an in-place write: the base's new value is its old value
+  with one *place* replaced by the written value::
+
+        base_old ──┐
+                   ├─ WRITE(place) ──> base_new
+        value ─────┘
+
+  Its pullback hands the written value the cotangent of the place and the old
+  base the cotangent with the place zeroed (a structural zero when the place
+  is the whole array).
+
+A place is ``(region, index)``: ``region`` a :class:`Region` of the base's
+memory (``None`` for "the array itself"), ``index`` an optional numpy index or
+boolean mask applied inside it. The linear maps :func:`gather`, :func:`scatter`
+and :func:`zero_at` act on places; each is the adjoint of another, so in a
+higher-order sweep the pullbacks above are recorded with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core import engine
+from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule
+from mutagrad.core.tangents import (
+    BASIC,
+    REGION,
+    Region,
+    SparseCotangent,
+    cotangent_dtype,
+    has_layout,
+    layout_buffer,
+    owned_copy,
+)
+
+NO_INDEX = 0
+BASIC_INDEX = 1
+FANCY_INDEX = 2
+MASK_INDEX = 3
+
+
+def _in_layout(g: np.ndarray, region: Region | None) -> np.ndarray:
+    if region is None or has_layout(g, region.layout):
+        return g
+    return owned_copy(g, g.dtype, region.layout)
+
+
+def _part(buf: np.ndarray, region: Region | None) -> np.ndarray:
+    return buf if region is None else region.view_of(buf)
+
+
+def gather_raw(g: np.ndarray, region: Region | None, kind: int, index: Any) -> np.ndarray:
+    """The cotangent of a place: ``g`` restricted to it (a fresh array)."""
+    sub = _part(_in_layout(np.asarray(g), region), region)
+    if kind == NO_INDEX:
+        return sub.copy()
+    if kind == MASK_INDEX:
+        return np.where(index, sub, 0)
+    out = sub[index]
+    return out.copy() if kind == BASIC_INDEX and isinstance(out, np.ndarray) else out
+
+
+def scatter_raw(
+    c: Any,
+    region: Region | None,
+    kind: int,
+    index: Any,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+) -> np.ndarray:
+    """A zeros array of ``shape`` with ``c`` added into the place."""
+    buf = layout_buffer(shape, dtype, region.layout if region is not None else None)
+    if region is not None and region.overlapping:
+        # Only a pure region can overlap itself (broadcast_to, sliding windows).
+        np.add.at(buf.ravel(order="K"), region.flat_indices(buf.size), c)
+        return buf
+    sub = _part(buf, region)
+    if kind == NO_INDEX:
+        sub += c
+    elif kind == BASIC_INDEX:
+        sub[index] += c
+    elif kind == FANCY_INDEX:
+        np.add.at(sub, index, c)
+    else:
+        sub += np.where(index, c, 0)
+    return buf
+
+
+def zero_at_raw(g: np.ndarray, region: Region | None, kind: int, index: Any) -> np.ndarray:
+    """A copy of ``g`` with the place set to zero."""
+    out = owned_copy(g, g.dtype, region.layout if region is not None else None)
+    _zero_in_place(out, region, kind, index)
+    return out
+
+
+def _zero_in_place(buf: np.ndarray, region: Region | None, kind: int, index: Any) -> None:
+    sub = _part(buf, region)
+    if kind == NO_INDEX:
+        sub[...] = 0
+    elif kind == MASK_INDEX:
+        sub[np.broadcast_to(index, sub.shape)] = 0
+    else:
+        sub[index] = 0
+
+
+def _place_kwargs(region: Region | None, kind: int, index: Any) -> dict[str, Any]:
+    return {"region": region, "kind": kind, "index": index}
+
+
+GATHER = VjpRule(
+    "gather",
+    gather_raw,
+    (lambda c, ans, g, region, kind, index: scatter(c, region, kind, index, g.shape, g.dtype),),
+    ((),),
+)
+SCATTER = VjpRule(
+    "scatter",
+    scatter_raw,
+    (lambda g, ans, c, region, kind, index, shape, dtype: gather(g, region, kind, index),),
+    ((),),
+)
+ZERO_AT = VjpRule(
+    "zero_at",
+    zero_at_raw,
+    (lambda c, ans, g, region, kind, index: zero_at(c, region, kind, index),),
+    ((),),
+)
+
+
+def gather(g: Any, region: Region | None, kind: int, index: Any) -> Any:
+    from mutagrad.core.wrapped import call_rule
+
+    return call_rule(GATHER, (g,), _place_kwargs(region, kind, index))
+
+
+def scatter(c: Any, region, kind: int, index: Any, shape, dtype) -> Any:
+    from mutagrad.core.wrapped import call_rule
+
+    kwargs = _place_kwargs(region, kind, index)
+    kwargs.update(shape=shape, dtype=cotangent_dtype(np.dtype(dtype)))
+    return call_rule(SCATTER, (c,), kwargs)
+
+
+def zero_at(g: Any, region: Region | None, kind: int, index: Any) -> Any:
+    from mutagrad.core.wrapped import call_rule
+
+    return call_rule(ZERO_AT, (g,), _place_kwargs(region, kind, index))
+
+
+# ---------------------------------------------------------------------------
+# The engine rules.
+
+
+class ViewReadRule(Rule):
+    """The value of a view at the base's current version.
+
+    ``node.saved`` holds the view's and the base's raw arrays; only their
+    addresses are used (to compute the :class:`Region`), never their data.
+    """
+
+    __slots__ = ()
+
+    def region(self, node: Node) -> Region:
+        kwargs = node.kwargs
+        if kwargs is None:
+            view, base = node.saved
+            kwargs = node.kwargs = {"region": Region(view, base)}
+        return kwargs["region"]
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (base_node,) = node.inputs
+        if base_node is None or not base_node.tag & bk.bit:
+            return
+        region = self.region(node)
+        if bk.recording and bk.needs_recording(node, g):
+            bk.accumulate(
+                base_node, scatter(g, region, NO_INDEX, None, base_node.shape, base_node.dtype)
+            )
+            return
+        sparse = SparseCotangent(base_node.shape, cotangent_dtype(base_node.dtype), region.layout)
+        sparse.entries.append((REGION, region, g))
+        bk.accumulate(base_node, sparse)
+
+
+class WriteRule(Rule):
+    """An in-place write of ``value`` into a place of the base.
+
+    ``node.inputs`` is ``(old_base, value)``, either may be ``None`` when
+    constant. ``node.kwargs`` holds the place (``view``/``base`` raw arrays
+    until the region is computed, ``kind``, ``index``) and ``winners``: for
+    an advanced index with repeated positions, the mask of the value elements
+    numpy actually kept (the last write to a position wins).
+    """
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        kw = node.kwargs
+        assert kw is not None
+        region = kw.get("region")
+        if region is None:
+            region = kw["region"] = Region(kw.pop("view"), kw.pop("base"))
+        kind, index, winners = kw["kind"], kw["index"], kw["winners"]
+        old_node, value_node = node.inputs
+        bit = bk.bit
+        want_value = value_node is not None and value_node.tag & bit
+        want_old = old_node is not None and old_node.tag & bit
+        whole = kind == NO_INDEX and region.covers(node.shape)
+        if bk.recording and bk.needs_recording(node, g):
+            if want_value:
+                gv = gather(g, region, kind, index)
+                bk.accumulate(value_node, gv if winners is None else gv * winners)
+            if want_old:
+                bk.accumulate(old_node, ZERO if whole else zero_at(g, region, kind, index))
+            return
+        if not (owned and type(g) is np.ndarray and has_layout(g, region.layout)):
+            g = owned_copy(g, cotangent_dtype(node.dtype), region.layout)
+        if want_value:
+            gv = gather_raw(g, region, kind, index)
+            if winners is not None:
+                gv = gv * winners
+            bk.accumulate(value_node, gv, owned=True)
+        if want_old:
+            if whole:
+                bk.accumulate(old_node, ZERO)
+            else:
+                _zero_in_place(g, region, kind, index)
+                bk.accumulate(old_node, g, owned=True)
+
+
+VIEW_READ = ViewReadRule("view")
+WRITE = WriteRule("write")
+
+
+def _traced_densify(sparse: SparseCotangent) -> Any:
+    """A sparse cotangent with traced values, made dense with recorded scatters."""
+    total = None
+    for kind, key, value in sparse.entries:
+        if kind == REGION:
+            part = scatter(value, key, NO_INDEX, None, sparse.shape, sparse.dtype)
+        else:
+            index_kind = BASIC_INDEX if kind == BASIC else FANCY_INDEX
+            part = scatter(value, None, index_kind, key, sparse.shape, sparse.dtype)
+        total = part if total is None else total + part
+    return total
+
+
+engine.traced_densify = _traced_densify

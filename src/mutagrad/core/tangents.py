@@ -1,0 +1,287 @@
+"""Cotangent representations and the arithmetic the engine does on them.
+
+* :class:`ZeroTangent` – a structural zero: never allocated, and a pullback
+  whose output cotangent is a structural zero is not called.
+* :class:`NoTangent` – "no derivative exists" (integers used as indices, bools).
+* :class:`SparseCotangent` – a list of (where, value) contributions into an
+  array that is only materialised once, when the engine needs it dense. Scalar
+  indexing in a loop therefore costs O(1) per read in the backward pass instead
+  of one dense zeros array per read.
+* :class:`Region` – where a numpy view sits inside its base array, in element
+  units; used to scatter a view's cotangent into its base and to gather a
+  written region's cotangent out of it.
+* :func:`unbroadcast` – the single place where broadcasting is undone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class ZeroTangent:
+    """A structural zero cotangent. All instances are equal."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ZeroTangent()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ZeroTangent)
+
+    def __hash__(self) -> int:
+        return hash(ZeroTangent)
+
+    def __bool__(self) -> bool:
+        return False
+
+
+class NoTangent:
+    """Marks an argument that has no derivative (an index, a flag, a string)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NoTangent()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NoTangent)
+
+    def __hash__(self) -> int:
+        return hash(NoTangent)
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ZERO = ZeroTangent()
+NO_TANGENT = NoTangent()
+
+
+def is_structural_zero(c: object) -> bool:
+    """True for ``None``, :class:`ZeroTangent` and :class:`NoTangent`."""
+    return c is None or isinstance(c, (ZeroTangent, NoTangent))
+
+
+def cotangent_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a cotangent for a primal of ``dtype`` has: floats keep theirs, the rest float64."""
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
+class Meta:
+    """Shape and dtype of an argument whose data a pullback did not ask to keep.
+
+    Pullbacks receive a Meta in place of an array they declared they do not
+    read; it answers ``shape``, ``dtype``, ``ndim`` and ``size`` but has no data,
+    so a rule that reads undeclared data fails loudly instead of reading a
+    value that may have been overwritten since.
+    """
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        return f"Meta(shape={self.shape}, dtype={self.dtype})"
+
+
+# ---------------------------------------------------------------------------
+# Regions: a view's position inside its base, in element units.
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+class Region:
+    """A strided window ``(offset, shape, strides)`` of a base array's memory.
+
+    Offsets and strides count elements, not bytes, so a region computed on a
+    float32 base applies unchanged to its float64 cotangent buffer. Bases are
+    always dense (contiguous in some axis order, strides positive), and
+    ``layout`` records that order, so a buffer made by :func:`layout_buffer`
+    has the base's element layout. ``overlapping`` is set when two positions
+    of the region may share an element (``broadcast_to``, sliding windows);
+    scatters then use ``np.add.at``.
+    """
+
+    __slots__ = ("layout", "offset", "overlapping", "shape", "strides")
+
+    def __init__(self, view: np.ndarray, base: np.ndarray):
+        itemsize = base.itemsize
+        if view.itemsize != itemsize:
+            from mutagrad.errors import NotDifferentiableError
+
+            raise NotDifferentiableError(
+                "a view that reinterprets the array's dtype (x.view(other_dtype)) carries no "
+                "derivative; use x.astype(...) for a differentiable conversion"
+            )
+        offset_bytes = _address(view) - _address(base)
+        strides = []
+        for n, s in zip(view.shape, view.strides):
+            strides.append(0 if n <= 1 else s // itemsize)
+        self.offset = offset_bytes // itemsize
+        self.shape = view.shape
+        self.strides = tuple(strides)
+        self.layout = layout_of(base)
+        self.overlapping = _may_self_overlap(view.shape, self.strides)
+
+    def covers(self, base_shape: tuple[int, ...]) -> bool:
+        """True when the region is every element of the base."""
+        if self.offset != 0 or self.overlapping:
+            return False
+        return int(np.prod(self.shape, dtype=np.int64)) == int(np.prod(base_shape, dtype=np.int64))
+
+    def view_of(self, buffer: np.ndarray) -> np.ndarray:
+        """The region as a view of ``buffer`` (which must have the base's layout)."""
+        flat = buffer.ravel(order="K")
+        item = flat.itemsize
+        return np.ndarray(
+            self.shape,
+            flat.dtype,
+            flat,
+            self.offset * item,
+            tuple(s * item for s in self.strides),
+        )
+
+    def flat_indices(self, size: int) -> np.ndarray:
+        """Memory-order element indices of the region, for overlapping scatters."""
+        return self.view_of(np.arange(size, dtype=np.intp))
+
+
+Layout = tuple[int, ...] | None  # axes from slowest to fastest in memory; None: C order
+
+
+def layout_of(base: np.ndarray) -> Layout:
+    """The memory order of a dense array (``None`` for C order)."""
+    if base.flags.c_contiguous:
+        return None
+    strides = base.strides
+    return tuple(sorted(range(base.ndim), key=lambda axis: -strides[axis]))
+
+
+def is_dense(a: np.ndarray) -> bool:
+    """Contiguous in some axis order with positive strides, so ``layout_of`` describes it."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    perm = layout_of(a)
+    return a.transpose(perm).flags.c_contiguous and min(a.strides, default=0) >= 0
+
+
+def layout_buffer(shape: tuple[int, ...], dtype: np.dtype, layout: Layout) -> np.ndarray:
+    """A zeros array whose element layout is ``layout``."""
+    if layout is None:
+        return np.zeros(shape, dtype=dtype)
+    permuted = np.zeros([shape[axis] for axis in layout], dtype=dtype)
+    return permuted.transpose(np.argsort(layout))
+
+
+def has_layout(buf: np.ndarray, layout: Layout) -> bool:
+    if layout is None:
+        return buf.flags.c_contiguous
+    return buf.transpose(layout).flags.c_contiguous
+
+
+def owned_copy(g: Any, dtype: np.dtype, layout: Layout) -> np.ndarray:
+    """A fresh, writable copy of ``g`` (shape of ``g``) in the given layout."""
+    if layout is None:
+        return np.array(g, dtype=dtype, copy=True)
+    buf = layout_buffer(np.shape(g), dtype, layout)
+    buf[...] = g
+    return buf
+
+
+def _may_self_overlap(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Conservative test: can two index tuples of the view reach one element?
+
+    Sorted by stride, each stride must step past everything the smaller ones
+    span; that is exactly the condition numpy's own views (slices, transposes,
+    reshapes, diagonals) satisfy.
+    """
+    dims = sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1)
+    span = 0
+    for stride, n in dims:
+        if stride <= span:
+            return True
+        span += stride * (n - 1)
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Sparse cotangents.
+
+BASIC = 0  # a basic numpy index: buf[key] += value
+FANCY = 1  # an advanced index, duplicates allowed: np.add.at(buf, key, value)
+REGION = 2  # a Region of the base's memory
+
+
+class SparseCotangent:
+    """Contributions to a cotangent of ``shape``, applied to one buffer on demand.
+
+    ``layout`` is the memory order REGION entries assume (the base's).
+    """
+
+    __slots__ = ("dtype", "entries", "layout", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, layout: Layout = None):
+        self.shape = shape
+        self.dtype = dtype
+        self.layout = layout
+        self.entries: list[tuple[int, Any, Any]] = []
+
+    def add_to(self, buf: np.ndarray) -> np.ndarray:
+        """Add every contribution into ``buf`` in place and return it."""
+        for kind, key, value in self.entries:
+            if kind == BASIC:
+                buf[key] += value
+            elif kind == FANCY:
+                np.add.at(buf, key, value)
+            elif key.overlapping:
+                np.add.at(buf.ravel(order="K"), key.flat_indices(buf.size), value)
+            else:
+                region = key.view_of(buf)
+                region += value
+        return buf
+
+    def dense(self) -> np.ndarray:
+        return self.add_to(layout_buffer(self.shape, self.dtype, self.layout))
+
+    def __repr__(self) -> str:
+        return f"SparseCotangent(shape={self.shape}, entries={len(self.entries)})"
+
+
+def unbroadcast(c: Any, shape: tuple[int, ...]) -> Any:
+    """Sum ``c`` down to ``shape``, undoing numpy broadcasting.
+
+    Works on raw arrays and on traced ones (higher-order mode), since it only
+    calls numpy functions.
+    """
+    cshape = c.shape
+    if cshape == shape:
+        return c
+    lead = len(cshape) - len(shape)
+    if lead < 0:
+        raise ValueError(f"cotangent of shape {cshape} cannot be unbroadcast to shape {shape}")
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and cshape[lead + i] != 1:
+            axes.append(lead + i)
+        elif n != cshape[lead + i]:
+            raise ValueError(
+                f"cotangent of shape {cshape} does not broadcast to argument shape {shape}"
+            )
+    if axes:
+        c = np.sum(c, axis=tuple(axes), keepdims=True)
+    return np.reshape(c, shape) if c.shape != shape else c

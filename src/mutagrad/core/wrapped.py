@@ -1,0 +1,734 @@
+"""WrappedArray: a numpy array with a version number, traced by the tape.
+
+A WrappedArray holds a numpy array (``_data``) and takes part in numpy through
+``__array_ufunc__``, ``__array_function__`` and the Python operators, so numpy
+code runs on it unchanged. Outside a gradient call it behaves as a constant
+array; inside one, operations on it are recorded.
+
+Storage and views::
+
+    base  (owns the memory; carries _version, _node, _captures)
+      ├── view y[1:3]   (_base -> base; shares memory and version)
+      └── view y.T      (_base -> base)
+
+``version`` grows by one on every in-place write to the base or any of its
+views. The base's ``_node`` is the tape node of its *current* value; reading a
+view records a VIEW_READ node from it (cached until the next write).
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core import engine
+from mutagrad.core.engine import STATE, Node, VjpRule, record, save_output
+from mutagrad.core.regions import VIEW_READ
+from mutagrad.core.sites import describe_site, user_site
+from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
+
+# Flags. On a base: BORROWED (memory is the caller's; copy before the first
+# write), BUFFER (a mutagrad.Buffer: writable even in strict mode), FROZEN (a
+# Buffer after .copy()). On any WrappedArray: READONLY (a value handed to a
+# traced pullback), PINNED (a view whose node is fixed, not read from its base),
+# DETACHED (ignore_derivatives: reads carry no gradient).
+BORROWED = 1
+BUFFER = 2
+FROZEN = 4
+READONLY = 8
+PINNED = 16
+DETACHED = 32
+
+# Rules, filled in by mutagrad.rules: ufunc (or (ufunc, method)) -> VjpRule;
+# numpy function -> adapter with numpy's signature; functions without derivative.
+UFUNC_RULES: dict[Any, VjpRule] = {}
+FUNCTION_RULES: dict[Any, Any] = {}
+NONDIFFERENTIABLE: set[Any] = set()
+
+
+class WrappedArray:
+    """A numpy array whose in-place writes are versioned and whose operations can be traced.
+
+    Construct one with :func:`mutagrad.array` (copies) or :func:`mutagrad.asarray`.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_base",
+        "_captures",
+        "_data",
+        "_flags",
+        "_node",
+        "_version",
+        "_views",
+    )
+    _mutagrad_traced = True
+    __array_priority__ = 1000.0
+
+    def __init__(self, data: Any, node: Node | None = None):
+        if type(data) is not np.ndarray and not isinstance(data, np.generic):
+            data = np.asarray(data)
+        self._data = data
+        self._node = node
+        self._base: WrappedArray | None = None
+        self._version = 0
+        self._captures: list[Any] | None = None
+        self._views: list[WrappedArray] | None = None
+        self._flags = 0
+
+    # -- numpy attributes -------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        return self._data.size
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._data.strides
+
+    @property
+    def flags(self) -> Any:
+        return self._data.flags
+
+    @property
+    def base(self) -> WrappedArray | None:
+        """The WrappedArray this one is a view of, as ``ndarray.base``."""
+        return self._base
+
+    @property
+    def version(self) -> int:
+        """How many in-place writes the array (and its views) have seen."""
+        return (self._base or self)._version
+
+    @property
+    def T(self) -> WrappedArray:
+        return np.transpose(self)
+
+    @property
+    def mT(self) -> WrappedArray:
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self) -> WrappedArray:
+        return np.real(self)
+
+    @property
+    def flat(self) -> Any:
+        raise NotDifferentiableError("x.flat is not supported on traced arrays; use x.ravel()")
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._data, separator=", ", prefix="WrappedArray(")
+        return f"WrappedArray({body}, version={self.version})"
+
+    def __str__(self) -> str:
+        return str(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(len(self._data)):
+            yield self[i]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- conversions ---------------------------------------------------------
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if is_active(self):
+            raise TracerConversionError(conversion_message("np.asarray / __array__"))
+        data = np.asarray(self._data)
+        if copy:
+            return np.array(data, dtype=dtype, copy=True)
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            return data.astype(dtype)
+        # A read-only view: writes must go through the WrappedArray so that
+        # its version and the captures on it see them.
+        view = data.view()
+        view.flags.writeable = False
+        return view
+
+    def __float__(self) -> float:
+        if is_active(self):
+            raise TracerConversionError(conversion_message("float()"))
+        return float(self._data)
+
+    def __complex__(self) -> complex:
+        if is_active(self):
+            raise TracerConversionError(conversion_message("complex()"))
+        return complex(self._data)
+
+    def __int__(self) -> int:
+        if self._data.dtype.kind in "fc" and is_active(self):
+            raise TracerConversionError(conversion_message("int()"))
+        return int(self._data)
+
+    def __index__(self) -> int:
+        # Integers used as indices or sizes carry no gradient (NoTangent).
+        return operator.index(self._data)
+
+    def __bool__(self) -> bool:
+        # Control flow on a traced value is allowed: it carries no gradient.
+        return bool(self._data)
+
+    def item(self, *args: Any) -> Any:
+        if self._data.dtype.kind in "fc" and is_active(self):
+            raise TracerConversionError(conversion_message("x.item()"))
+        return self._data.item(*args)
+
+    def tolist(self) -> Any:
+        if self._data.dtype.kind in "fc" and is_active(self):
+            raise TracerConversionError(conversion_message("x.tolist()"))
+        return self._data.tolist()
+
+    def __copy__(self) -> WrappedArray:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WrappedArray:
+        return self.copy()
+
+    # -- numpy protocols -------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from mutagrad.core import mutation
+
+        out = kwargs.get("out")
+        if out is not None:
+            return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
+        key = ufunc if method == "__call__" else (ufunc, method)
+        rule = UFUNC_RULES.get(key)
+        if rule is not None:
+            if "where" in kwargs and any_active(inputs):
+                raise NotDifferentiableError(
+                    f"{ufunc.__name__}(..., where=...) without out= leaves unwritten elements "
+                    "uninitialised; pass out= (an array to keep the other values)"
+                )
+            return apply(rule, inputs, kwargs or None)
+        if key in NONDIFFERENTIABLE or not any_active(inputs):
+            return call_without_derivative(getattr(ufunc, method), inputs, kwargs)
+        name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        raise MissingRuleError(missing_rule_message(f"np.{name}"))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        adapter = FUNCTION_RULES.get(func)
+        if adapter is not None:
+            return adapter(*args, **kwargs)
+        if func in NONDIFFERENTIABLE or not (any_active(args) or any_active(kwargs.values())):
+            return call_without_derivative(func, args, kwargs)
+        impl = getattr(func, "_implementation", None)
+        if impl is not None and inspect.isfunction(impl):
+            return trace_through(func, impl, args, kwargs)
+        raise MissingRuleError(missing_rule_message(function_name(func)))
+
+    # -- indexing --------------------------------------------------------------
+
+    def __getitem__(self, index: Any) -> Any:
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        from mutagrad.core import mutation
+
+        mutation.setitem(self, index, value)
+
+    # -- methods ---------------------------------------------------------------
+
+    def copy(self, order: str = "C") -> WrappedArray:
+        return np.copy(self, order=order)
+
+    def fill(self, value: Any) -> None:
+        from mutagrad.core import mutation
+
+        mutation.assign(self, Ellipsis, value, "fill")
+
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True):
+        return _shape_rules.astype(self, dtype, order=order, casting=casting, copy=copy)
+
+    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order, copy=copy)
+
+    def transpose(self, *axes: Any) -> WrappedArray:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return np.transpose(self, axes or None)
+
+    def view(self, dtype: Any = None) -> WrappedArray:
+        return _shape_rules.view(self, dtype)
+
+    def ravel(self, order: str = "C") -> WrappedArray:
+        return np.ravel(self, order=order)
+
+    def flatten(self, order: str = "C") -> WrappedArray:
+        return np.ravel(self, order=order).copy() if order != "K" else np.copy(np.ravel(self))
+
+    def squeeze(self, axis: Any = None) -> WrappedArray:
+        return np.squeeze(self, axis=axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> WrappedArray:
+        return np.swapaxes(self, axis1, axis2)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> WrappedArray:
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
+        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
+        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
+        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+        return np.max(self, axis=axis, out=out, keepdims=keepdims)
+
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+        return np.min(self, axis=axis, out=out, keepdims=keepdims)
+
+    def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+            keepdims: bool = False):  # fmt: skip
+        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+            keepdims: bool = False):  # fmt: skip
+        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None):
+        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None):
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any):
+        return np.clip(self, min, max, out=out, **kwargs)
+
+    def dot(self, other: Any, out: Any = None) -> WrappedArray:
+        return np.dot(self, other, out=out)
+
+    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+        return np.argmax(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+        return np.argmin(self, axis=axis, out=out, keepdims=keepdims)
+
+    def argsort(self, axis: int = -1, kind: Any = None, order: Any = None) -> Any:
+        return np.argsort(self, axis=axis, kind=kind, order=order)
+
+    def nonzero(self) -> Any:
+        return np.nonzero(self)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.any(self, axis=axis, out=out, keepdims=keepdims)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        return np.all(self, axis=axis, out=out, keepdims=keepdims)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        return np.round(self, decimals=decimals, out=out)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> WrappedArray:
+        return np.repeat(self, repeats, axis=axis)
+
+    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"):
+        return np.take(self, indices, axis=axis, out=out, mode=mode)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: Any = None):  # fmt: skip
+        return np.trace(self, offset, axis1, axis2, dtype, out)
+
+    def conj(self) -> WrappedArray:
+        return np.conjugate(self)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        from mutagrad.core import mutation
+
+        mutation.sort_in_place(self, axis=axis, kind=kind, order=order)
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        np.put(self, indices, values, mode=mode)
+
+
+def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
+    """``a <op> b`` where at least one side is a WrappedArray (the operator fast path)."""
+    trace = STATE.get()
+    tape = trace.tape if trace is not None else None
+    if isinstance(a, WrappedArray):
+        ra = a._data
+        na = node_of(a, tape) if tape is not None else None
+    else:
+        ra, na = a, None
+    if isinstance(b, WrappedArray):
+        rb = b._data
+        nb = node_of(b, tape) if tape is not None else None
+    else:
+        rb, nb = b, None
+    result = pyop(ra, rb)
+    if na is None and nb is None:
+        return wrap_constant(result, (a, b), (ra, rb))
+    rule = UFUNC_RULES.get(ufunc)
+    if type(rule) is not VjpRule:
+        if rule is not None:
+            return rule.call((a, b), None)
+        if ufunc in NONDIFFERENTIABLE:
+            return wrap_constant(result, (a, b), (ra, rb))
+        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    node, need_ans = record(rule, (a, b), [ra, rb], [na, nb], result, None, trace)
+    out = WrappedArray(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode == "snapshot")
+    return out
+
+
+def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
+    trace = STATE.get()
+    ra = a._data
+    na = node_of(a, trace.tape) if trace is not None else None
+    result = pyop(ra)
+    if na is None:
+        return wrap_constant(result, (a,), (ra,))
+    rule = UFUNC_RULES.get(ufunc)
+    if type(rule) is not VjpRule:
+        if rule is not None:
+            return rule.call((a,), None)
+        if ufunc in NONDIFFERENTIABLE:
+            return wrap_constant(result, (a,), (ra,))
+        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    node, need_ans = record(rule, (a,), [ra], [na], result, None, trace)
+    out = WrappedArray(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode == "snapshot")
+    return out
+
+
+def _make_operators() -> None:
+    binary = [
+        ("add", np.add, operator.add),
+        ("sub", np.subtract, operator.sub),
+        ("mul", np.multiply, operator.mul),
+        ("truediv", np.true_divide, operator.truediv),
+        ("floordiv", np.floor_divide, operator.floordiv),
+        ("mod", np.remainder, operator.mod),
+        ("pow", np.power, operator.pow),
+        ("matmul", np.matmul, operator.matmul),
+        ("and", np.bitwise_and, operator.and_),
+        ("or", np.bitwise_or, operator.or_),
+        ("xor", np.bitwise_xor, operator.xor),
+        ("lshift", np.left_shift, operator.lshift),
+        ("rshift", np.right_shift, operator.rshift),
+    ]
+    for name, ufunc, pyop in binary:
+
+        def forward(self, other, ufunc=ufunc, pyop=pyop):
+            return _binary(ufunc, pyop, self, other)
+
+        def reflected(self, other, ufunc=ufunc, pyop=pyop):
+            return _binary(ufunc, pyop, other, self)
+
+        def in_place(self, other, ufunc=ufunc, pyop=pyop):
+            if not isinstance(self._data, np.ndarray):
+                return _binary(ufunc, pyop, self, other)  # numpy scalars are immutable
+            from mutagrad.core import mutation
+
+            mutation.ufunc_into(ufunc, (self, other), self, {})
+            return self
+
+        for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
+            fn.__name__ = f"__{prefix}{name}__"
+            setattr(WrappedArray, fn.__name__, fn)
+    for name, ufunc, pyop in [
+        ("eq", np.equal, operator.eq),
+        ("ne", np.not_equal, operator.ne),
+        ("lt", np.less, operator.lt),
+        ("le", np.less_equal, operator.le),
+        ("gt", np.greater, operator.gt),
+        ("ge", np.greater_equal, operator.ge),
+    ]:
+
+        def compare(self, other, ufunc=ufunc, pyop=pyop):
+            return _binary(ufunc, pyop, self, other)
+
+        compare.__name__ = f"__{name}__"
+        setattr(WrappedArray, compare.__name__, compare)
+    for name, ufunc, pyop in [
+        ("neg", np.negative, operator.neg),
+        ("pos", np.positive, operator.pos),
+        ("abs", np.absolute, operator.abs),
+        ("invert", np.invert, operator.invert),
+    ]:
+
+        def unary(self, ufunc=ufunc, pyop=pyop):
+            return _unary(ufunc, pyop, self)
+
+        unary.__name__ = f"__{name}__"
+        setattr(WrappedArray, unary.__name__, unary)
+
+    def divmod_(self, other):
+        return np.divmod(self, other)
+
+    WrappedArray.__divmod__ = divmod_  # type: ignore[attr-defined]
+
+
+_make_operators()
+
+
+# ---------------------------------------------------------------------------
+# Nodes, activity and views.
+
+
+def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
+    """The node of ``w``'s current value on ``tape``, or None if it is a constant there."""
+    base = w._base
+    if base is None:
+        n = w._node
+        if n is not None and n.tape is tape:
+            return n
+        return None
+    flags = w._flags
+    if flags:
+        if flags & DETACHED:
+            return None
+        if flags & PINNED:
+            n = w._node
+            return n if n is not None and n.tape is tape else None
+    bn = base._node
+    if bn is None or bn.tape is not tape:
+        return None
+    n = w._node
+    if n is not None and w._version == base._version and n.tape is tape:
+        return n
+    data = w._data
+    n = Node(VIEW_READ, (bn,), tape, bn.tag, data.shape, data.dtype, user_site(2))
+    n.saved = (data, base._data)
+    tape.nodes.append(n)
+    w._node = n
+    w._version = base._version
+    return n
+
+
+def is_active(w: WrappedArray) -> bool:
+    """Does ``w`` carry a gradient in the current gradient call?"""
+    trace = STATE.get()
+    if trace is None:
+        return False
+    if w._flags & DETACHED:
+        return False
+    base = w._base if w._base is not None and not w._flags & PINNED else w
+    n = base._node
+    return n is not None and n.tape is trace.tape
+
+
+def any_active(values: Any) -> bool:
+    """True when any WrappedArray among ``values`` (looking one level into lists) is active."""
+    trace = STATE.get()
+    if trace is None:
+        return False
+    for v in values:
+        if isinstance(v, WrappedArray):
+            if is_active(v):
+                return True
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                if isinstance(item, WrappedArray) and is_active(item):
+                    return True
+    return False
+
+
+def make_view(parent: WrappedArray, data: np.ndarray) -> WrappedArray:
+    """A WrappedArray for ``data``, a numpy view into ``parent``'s memory."""
+    base = parent._base if parent._base is not None else parent
+    v = WrappedArray(data)
+    v._base = base
+    if parent._flags & DETACHED:
+        v._flags = DETACHED
+    if base._flags & BORROWED:
+        assert base._views is not None
+        base._views.append(v)
+    return v
+
+
+def _is_view_of(result: np.ndarray, data: Any) -> bool:
+    return (
+        type(data) is np.ndarray and result.base is not None and np.may_share_memory(result, data)
+    )
+
+
+def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any:
+    """Wrap a result that carries no gradient; a view of an argument stays a view of it."""
+    if type(result) is np.ndarray:
+        for a, r in zip(args, raw):
+            if isinstance(a, WrappedArray) and _is_view_of(result, r):
+                return make_view(a, result)
+        return WrappedArray(result)
+    if isinstance(result, np.generic):
+        return WrappedArray(result)
+    if type(result) is tuple:
+        return tuple(wrap_constant(r, args, raw) for r in result)
+    return result
+
+
+def unwrap(value: Any) -> Any:
+    """Raw data of WrappedArrays in ``value`` (looking into lists, tuples and dicts)."""
+    if isinstance(value, WrappedArray):
+        return value._data
+    if type(value) in (list, tuple):
+        return type(value)(unwrap(v) for v in value)
+    if type(value) is dict:
+        return {k: unwrap(v) for k, v in value.items()}
+    return value
+
+
+def _wrapped_arrays(values: Any) -> list[WrappedArray]:
+    found = []
+    for v in values:
+        if isinstance(v, WrappedArray):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found.extend(item for item in v if isinstance(item, WrappedArray))
+    return found
+
+
+def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """Run ``func`` on raw data; results are constants (views stay views)."""
+    wrapped = _wrapped_arrays(args)
+    result = func(*unwrap(tuple(args)), **unwrap(kwargs))
+    return wrap_constant(result, tuple(wrapped), tuple(w._data for w in wrapped))
+
+
+def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+    """Call ``rule.fun`` on the raw data of ``args`` and record it if any argument is active."""
+    if type(rule) is not VjpRule:
+        return rule.call(args, kwargs)  # a user's closure rule (mutagrad.custom.ClosureRule)
+    trace = STATE.get()
+    tape = trace.tape if trace is not None else None
+    raw = []
+    nodes: list[Node | None] = []
+    active = False
+    for a in args:
+        if isinstance(a, WrappedArray):
+            raw.append(a._data)
+            n = node_of(a, tape) if tape is not None else None
+            if n is not None:
+                active = True
+            nodes.append(n)
+        else:
+            raw.append(a)
+            nodes.append(None)
+    result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
+    if not active:
+        return wrap_constant(result, args, raw)
+    assert trace is not None
+    node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
+    out = WrappedArray(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode == "snapshot")
+    return out
+
+
+def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+    """Apply ``rule`` like a primitive: raw in, raw out; traced when any argument is wrapped."""
+    for a in args:
+        if isinstance(a, WrappedArray):
+            return apply(rule, args, kwargs)
+    return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
+
+
+def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = None) -> Any:
+    """A read-only WrappedArray pinned to ``node``, given to a pullback in a traced sweep."""
+    if base is not None and type(value) is np.ndarray:
+        w = make_view(base, value)
+    else:
+        w = WrappedArray(value)
+    w._node = node
+    w._flags |= READONLY | PINNED
+    return w
+
+
+engine.make_traced_handle = traced_handle
+
+
+# ---------------------------------------------------------------------------
+# Messages and tracing through numpy's own Python implementations.
+
+
+def function_name(func: Any) -> str:
+    module = getattr(func, "__module__", "") or ""
+    name = getattr(func, "__name__", repr(func))
+    if module.startswith("numpy"):
+        sub = module.split(".")[1] if "." in module else ""
+        prefix = (
+            "np." if sub in ("", "_core", "core", "lib") or sub.startswith("_") else f"np.{sub}."
+        )
+        return prefix + name
+    return f"{module}.{name}" if module else name
+
+
+def missing_rule_message(name: str) -> str:
+    return (
+        f"mutagrad has no derivative rule for {name}, which was called on a traced array at\n"
+        f"    {describe_site(user_site(3))}\n"
+        "and numpy does not implement it in Python that mutagrad could trace through.\n"
+        "Fixes:\n"
+        f"  - register a rule:  mutagrad.defvjp({name}, vjp_for_arg0, ..., reads=...)\n"
+        f"    or  @mutagrad.rrule({name})  def rule(*args): ... return y, pullback\n"
+        "  - or, if no gradient should flow through it, pass mutagrad.ignore_derivatives(x)."
+    )
+
+
+def conversion_message(operation: str) -> str:
+    return (
+        f"a traced array was converted to a raw value by {operation} at\n"
+        f"    {describe_site(user_site(3))}\n"
+        "Its gradient would be lost, so mutagrad refuses. This also happens when a traced value\n"
+        "is stored into a raw ndarray (out = np.zeros(3); out[0] = x[0]) or passed to code that\n"
+        "calls np.asarray on it.\n"
+        "Fixes:\n"
+        "  - allocate arrays that will hold traced values from a traced one or with\n"
+        "    mutagrad.numpy: np.zeros_like(x), np.empty_like(x), mnp.zeros(3)\n"
+        "    (import mutagrad.numpy as mnp);\n"
+        "  - register a rule for the function that converts (mutagrad.defvjp / mutagrad.rrule);\n"
+        "  - or, if no gradient should flow, use mutagrad.ignore_derivatives(x)."
+    )
+
+
+def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """Differentiate ``func`` by running numpy's Python implementation on traced arrays."""
+    try:
+        return impl(*args, **kwargs)
+    except TracerConversionError as error:
+        raise TracerConversionError(
+            f"{function_name(func)} has no derivative rule, and tracing through numpy's own "
+            "implementation failed because it converts its input to a raw array.\n"
+            f"Register a rule for {function_name(func)} (mutagrad.defvjp or mutagrad.rrule).\n\n"
+            + str(error)
+        ) from error
+
+
+# The rule modules import this module, so they are bound after the class exists.
+from mutagrad.rules import indexing as _indexing  # noqa: E402
+from mutagrad.rules import shape as _shape_rules  # noqa: E402

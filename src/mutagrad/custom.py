@@ -1,0 +1,205 @@
+"""Users' own rules: ``primitive``, ``defvjp``, ``rrule`` and ``non_differentiable``.
+
+Two ways to give a function a derivative:
+
+* ``mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=...)`` – one vector-Jacobian
+  product per argument, ``vjp_i(g, ans, *args, **kwargs)``, and what each one
+  reads. The engine owns the saved values: it checks them for poisoning, and
+  snapshot mode can copy them. Written with numpy, such vjps are themselves
+  differentiable, so higher derivatives work.
+* ``@mutagrad.rrule(fn)`` – ChainRules' form: ``rule(*args) -> (y, pullback)``
+  with ``pullback(dy)`` returning one cotangent per positional argument. The
+  rule receives the arguments unwrapped, so it may call ``fn`` itself. Since
+  its closure may hold any of them, the engine treats every array argument
+  and the output as saved (a later overlapping write poisons them) and cannot
+  snapshot them.
+
+Rules take effect on the next call, including for functions differentiated
+before (no restart, unlike Zygote #718). ``@mutagrad.primitive`` marks a
+Python function as a unit that can carry a rule; without one its body is
+traced as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.engine import ANS, STATE, BackwardPass, Node, Rule, VjpRule, capture
+from mutagrad.core.sites import user_site
+from mutagrad.core.tangents import NoTangent, is_structural_zero
+from mutagrad.core.wrapped import (
+    FUNCTION_RULES,
+    NONDIFFERENTIABLE,
+    UFUNC_RULES,
+    WrappedArray,
+    apply,
+    call_without_derivative,
+    node_of,
+    unwrap,
+    wrap_constant,
+)
+from mutagrad.errors import MutagradError, NotDifferentiableError
+
+
+def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a unit that a rule registered with defvjp/rrule can differentiate."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        handler = FUNCTION_RULES.get(wrapper)
+        if handler is not None and any(isinstance(a, WrappedArray) for a in args):
+            return handler(*args, **kwargs)
+        return fn(*args, **kwargs)
+
+    wrapper.__mutagrad_primitive__ = fn  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _raw_function(fn: Any) -> Any:
+    return getattr(fn, "__mutagrad_primitive__", fn)
+
+
+def _check_registrable(fn: Any) -> None:
+    if isinstance(fn, np.ufunc) or hasattr(fn, "__mutagrad_primitive__"):
+        return
+    if getattr(fn, "__module__", "").startswith("numpy"):
+        return
+    raise MutagradError(
+        f"{getattr(fn, '__name__', fn)} is not a numpy function or a mutagrad.primitive; "
+        "decorate it with @mutagrad.primitive so its calls can use the rule"
+    )
+
+
+def _register(fn: Any, rule: Rule) -> None:
+    if isinstance(fn, np.ufunc):
+        UFUNC_RULES[fn] = rule  # type: ignore[assignment]
+    else:
+        FUNCTION_RULES[fn] = lambda *args, **kwargs: apply(rule, args, kwargs or None)
+
+
+def defvjp(
+    fn: Any,
+    *vjps: Callable[..., Any] | None,
+    reads: tuple[tuple[int | str, ...], ...] | None = None,
+) -> None:
+    """Register vjps for ``fn``: ``vjps[i](g, ans, *args, **kwargs)`` is argument i's cotangent.
+
+    ``reads[i]`` lists what ``vjps[i]`` looks at: argument positions and/or
+    ``mutagrad.ANS`` (the output). Omitted, every vjp is assumed to read all
+    arguments and the output.
+    """
+    _check_registrable(fn)
+    if reads is None:
+        reads = tuple((*range(len(vjps)), ANS) for _ in vjps)
+    name = getattr(fn, "__name__", repr(fn))
+    _register(fn, VjpRule(name, _raw_function(fn), tuple(vjps), reads))
+
+
+class ClosureRule(Rule):
+    """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``."""
+
+    __slots__ = ("function", "rule")
+
+    def __init__(self, name: str, function: Callable[..., Any], rule: Callable[..., Any]):
+        super().__init__(name)
+        self.function = function
+        self.rule = rule
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+        kwargs = kwargs or {}
+        trace = STATE.get()
+        tape = trace.tape if trace is not None else None
+        raw = [a._data if isinstance(a, WrappedArray) else a for a in args]
+        nodes = [node_of(a, tape) if tape is not None and isinstance(a, WrappedArray) else None
+                 for a in args]  # fmt: skip
+        if all(n is None for n in nodes):
+            return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
+        y, back = self.rule(*raw, **unwrap(kwargs))
+        if isinstance(y, tuple):
+            raise NotDifferentiableError(
+                f"rrule for {self.name} returned several outputs; only one is supported"
+            )
+        tag = 0
+        for n in nodes:
+            if n is not None:
+                tag |= n.tag
+        y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
+        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, user_site(3))
+        snapshot = trace.mode == "snapshot"
+        # The closure may hold any argument: all of them count as saved.
+        saved: list[Any] = [
+            capture(a, r, node, snapshot, closure=True)
+            for a, r in zip(args, raw)
+            if isinstance(a, WrappedArray) and type(r) is np.ndarray
+        ]
+        out = WrappedArray(y, node)
+        if type(y) is np.ndarray:
+            saved.append(capture(out, y, node, snapshot, closure=True))
+        node.saved = tuple(saved)
+        node.kwargs = {"pullback": back}
+        tape.nodes.append(node)
+        return out
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        for c in node.saved:
+            c.read()  # raises PoisonedCaptureError if overwritten
+        if bk.recording and node.tag & bk.outer_mask:
+            raise NotDifferentiableError(
+                f"the rrule for {self.name} is a closure over raw arrays, so its pullback "
+                "cannot be differentiated again (a higher-order derivative passes through it).\n"
+                f"Register it with mutagrad.defvjp({self.name}, ...) instead: vjps written with "
+                "numpy are differentiable."
+            )
+        assert node.kwargs is not None
+        cots = node.kwargs["pullback"](g)
+        if not isinstance(cots, tuple):
+            cots = (cots,)
+        n = len(node.inputs)
+        if len(cots) == n + 1 and is_structural_zero(cots[0]):
+            cots = cots[1:]  # ChainRules' leading cotangent for the function itself
+        if len(cots) != n:
+            raise MutagradError(
+                f"the pullback of the rrule for {self.name} returned {len(cots)} cotangents "
+                f"for {n} arguments"
+            )
+        for inp, c in zip(node.inputs, cots):
+            if inp is not None and inp.tag & bk.bit and not isinstance(c, NoTangent):
+                bk.accumulate(inp, c)
+
+
+def rrule(fn: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``rule(*args) -> (y, pullback)`` for ``fn`` (a primitive or numpy function)."""
+    _check_registrable(fn)
+
+    def register(rule_fn: Callable[..., Any]) -> Callable[..., Any]:
+        name = getattr(fn, "__name__", repr(fn))
+        _register(fn, ClosureRule(name, _raw_function(fn), rule_fn))
+        return rule_fn
+
+    return register
+
+
+def non_differentiable(fn: Any) -> Any:
+    """Declare that ``fn``'s outputs carry no derivative; returns ``fn``."""
+    _check_registrable(fn)
+    if isinstance(fn, np.ufunc) or getattr(fn, "__module__", "").startswith("numpy"):
+        NONDIFFERENTIABLE.add(fn)
+    else:
+        raw = _raw_function(fn)
+        FUNCTION_RULES[fn] = lambda *args, **kwargs: call_without_derivative(raw, args, kwargs)
+    return fn
+
+
+def clear_rule(fn: Any) -> None:
+    """Remove a rule registered for ``fn`` with defvjp, rrule or non_differentiable."""
+    FUNCTION_RULES.pop(fn, None)
+    NONDIFFERENTIABLE.discard(fn)
+    if isinstance(fn, np.ufunc):
+        UFUNC_RULES.pop(fn, None)
+
+
+__all__ = ["ANS", "defvjp", "non_differentiable", "primitive", "rrule"]

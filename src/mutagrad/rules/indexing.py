@@ -1,0 +1,104 @@
+"""Indexing: ``x[index]`` for basic, integer, boolean and advanced indexes.
+
+Basic indexes (integers, slices, ``None``, ``...``) that leave an array give a
+view of the same base, as numpy does. Every other read (a single element, an
+advanced index) copies, and its pullback is *sparse*: it adds its cotangent
+into one buffer for the indexed array when the engine needs it, rather than
+allocating a dense zeros array per read.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
+from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
+from mutagrad.core.sites import user_site
+from mutagrad.core.tangents import BASIC, FANCY, SparseCotangent, cotangent_dtype
+from mutagrad.core.wrapped import WrappedArray, make_view, node_of
+
+
+def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
+    """One index component as (components, is_basic); booleans become integer arrays."""
+    if isinstance(k, WrappedArray):
+        k = k._data
+    if k is None or k is Ellipsis or isinstance(k, slice):
+        if isinstance(k, slice) and any(
+            isinstance(b, WrappedArray) for b in (k.start, k.stop, k.step)
+        ):
+            k = slice(
+                *(None if b is None else operator.index(b) for b in (k.start, k.stop, k.step))
+            )
+        return (k,), True
+    if isinstance(k, (bool, np.bool_)):
+        return (k,), False
+    if isinstance(k, (int, np.integer)):
+        return (int(k),), True
+    arr = np.array(k)  # a private copy: the pullback reads the index later
+    if arr.dtype == bool:
+        if arr.ndim == 0:
+            return (bool(arr),), False
+        return tuple(np.nonzero(arr)), False
+    if arr.ndim == 0 and arr.dtype.kind in "iu":
+        return (int(arr),), True
+    return (arr,), False
+
+
+def normalize_index(index: Any) -> tuple[Any, bool]:
+    """``index`` with traced parts unwrapped and arrays copied; and whether it is basic."""
+    kind = type(index)
+    if kind is int or kind is slice:
+        return index, True
+    if kind is tuple:
+        parts: list[Any] = []
+        basic = True
+        for k in index:
+            comps, b = _normalize_one(k)
+            parts.extend(comps)
+            basic = basic and b
+        return tuple(parts), basic
+    comps, basic = _normalize_one(index)
+    return (comps[0] if len(comps) == 1 else comps), basic
+
+
+class IndexRule(Rule):
+    """``x[key]`` when it copies: an element or an advanced index."""
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (x,) = node.inputs
+        if x is None or not x.tag & bk.bit:
+            return
+        kwargs = node.kwargs
+        assert kwargs is not None
+        key, basic = kwargs["key"], kwargs["basic"]
+        if bk.recording and bk.needs_recording(node, g):
+            kind = BASIC_INDEX if basic else FANCY_INDEX
+            bk.accumulate(x, scatter(g, None, kind, key, x.shape, x.dtype))
+            return
+        sparse = SparseCotangent(x.shape, cotangent_dtype(x.dtype))
+        sparse.entries.append((BASIC if basic else FANCY, key, g))
+        bk.accumulate(x, sparse)
+
+
+GETITEM = IndexRule("getitem")
+
+
+def getitem(w: WrappedArray, index: Any) -> Any:
+    key, basic = normalize_index(index)
+    result = w._data[key]
+    if basic and type(result) is np.ndarray:
+        return make_view(w, result)
+    trace = STATE.get()
+    n = node_of(w, trace.tape) if trace is not None else None
+    if n is None:
+        return WrappedArray(result)
+    tape = trace.tape
+    node = Node(GETITEM, (n,), tape, n.tag, np.shape(result), result.dtype, user_site(2))
+    node.kwargs = {"key": key, "basic": basic}
+    tape.nodes.append(node)
+    return WrappedArray(result, node)

@@ -1,0 +1,165 @@
+"""Derivative rules of reductions: sum, mean, prod, max, min, var, std and ``ufunc.reduce``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mutagrad.core.mutation import assign_out
+from mutagrad.core.wrapped import apply
+from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
+
+_NoValue = np._NoValue
+
+
+def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
+    """The axes a reduction with ``axis`` removes from an ``ndim``-dimensional array."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(sorted(a % ndim for a in axis))
+    return (axis % ndim,)
+
+
+def expand(g, shape: tuple[int, ...], axis, keepdims: bool):
+    """Broadcast a reduction's cotangent (or output) back to the input ``shape``."""
+    if not keepdims:
+        axes = reduced_axes(axis, len(shape))
+        g = np.reshape(g, [1 if i in axes else n for i, n in enumerate(shape)])
+    return np.broadcast_to(g, shape)
+
+
+def _count(shape: tuple[int, ...], axis) -> int:
+    return int(np.prod([shape[a] for a in reduced_axes(axis, len(shape))], dtype=np.int64))
+
+
+def _masked(g, where):
+    return g if where is _NoValue or where is None else np.where(where, g, 0.0)
+
+
+def _sum_vjp(g, ans, x, axis=None, keepdims=False, where=_NoValue, **_):
+    return _masked(expand(g, x.shape, axis, keepdims), where)
+
+
+def _mean_vjp(g, ans, x, axis=None, keepdims=False, where=_NoValue, **_):
+    if where is not _NoValue and where is not None:
+        count = np.sum(np.broadcast_to(where, x.shape), axis=axis, keepdims=True)
+        return np.where(where, expand(g, x.shape, axis, keepdims) / count, 0.0)
+    return expand(g, x.shape, axis, keepdims) / _count(x.shape, axis)
+
+
+def _prod_of_others(x, axis):
+    """For each element, the product of the others in its reduction group (exact with zeros)."""
+    axes = reduced_axes(axis, np.ndim(x))
+    kept = [a for a in range(np.ndim(x)) if a not in axes]
+    moved = np.transpose(x, kept + list(axes))
+    lead = moved.shape[: len(kept)]
+    flat = np.reshape(moved, (*lead, -1))
+    ones = np.ones((*lead, 1), dtype=flat.dtype)
+    left = np.concatenate([ones, np.cumprod(flat[..., :-1], axis=-1)], axis=-1)
+    right = np.concatenate([np.cumprod(flat[..., :0:-1], axis=-1)[..., ::-1], ones], axis=-1)
+    others = np.reshape(left * right, moved.shape)
+    return np.transpose(others, np.argsort(kept + list(axes)))
+
+
+def _prod_vjp(g, ans, x, axis=None, keepdims=False, **_):
+    g = expand(g, x.shape, axis, keepdims)
+    if not np.any(x == 0):
+        return g * expand(ans, x.shape, axis, keepdims) / x
+    return g * _prod_of_others(x, axis)
+
+
+def _extremum_vjp(g, ans, x, axis=None, keepdims=False, **_):
+    hit = x == expand(ans, x.shape, axis, keepdims)
+    count = np.sum(hit, axis=axis, keepdims=True)
+    return expand(g, x.shape, axis, keepdims) * hit / count
+
+
+def _call(function):
+    def fun(x, **kwargs):
+        return function(x, **kwargs)
+
+    return fun
+
+
+SUM = VjpRule("sum", _call(np.sum), (_sum_vjp,), ((),))
+MEAN = VjpRule("mean", _call(np.mean), (_mean_vjp,), ((),))
+PROD = VjpRule("prod", _call(np.prod), (_prod_vjp,), ((0, ANS),))
+MAX = VjpRule("max", _call(np.max), (_extremum_vjp,), ((0, ANS),))
+MIN = VjpRule("min", _call(np.min), (_extremum_vjp,), ((0, ANS),))
+
+
+def _options(**kwargs):
+    return {k: v for k, v in kwargs.items() if v is not _NoValue and v is not None}
+
+
+@implements(np.sum)
+def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
+    kw = _options(dtype=dtype, initial=initial, where=where)
+    result = apply(SUM, (a,), {"axis": axis, "keepdims": keepdims, **kw})
+    return assign_out(result, out, "np.sum")
+
+
+@implements(np.mean)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
+    kw = _options(dtype=dtype, where=where)
+    result = apply(MEAN, (a,), {"axis": axis, "keepdims": keepdims, **kw})
+    return assign_out(result, out, "np.mean")
+
+
+@implements(np.prod)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
+    if where is not _NoValue:
+        raise NotImplementedError("np.prod(..., where=) is not supported on traced arrays")
+    kw = _options(dtype=dtype, initial=initial)
+    result = apply(PROD, (a,), {"axis": axis, "keepdims": keepdims, **kw})
+    return assign_out(result, out, "np.prod")
+
+
+def _extremum(rule, name):
+    def adapter(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
+        if where is not _NoValue:
+            raise NotImplementedError(f"np.{name}(..., where=) is not supported on traced arrays")
+        kw = _options(initial=initial)
+        result = apply(rule, (a,), {"axis": axis, "keepdims": keepdims, **kw})
+        return assign_out(result, out, f"np.{name}")
+
+    return adapter
+
+
+implements(np.max, np.amax)(_extremum(MAX, "max"))
+implements(np.min, np.amin)(_extremum(MIN, "min"))
+
+
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NoValue,
+        mean=_NoValue, correction=_NoValue):  # fmt: skip
+    if where is not _NoValue or mean is not _NoValue:
+        raise NotImplementedError("np.var(..., where=/mean=) is not supported on traced arrays")
+    if correction is not _NoValue:
+        ddof = correction
+    centred = a - np.mean(a, axis=axis, dtype=dtype, keepdims=True)
+    total = np.sum(centred * centred, axis=axis, dtype=dtype, keepdims=keepdims)
+    count = _count(np.shape(a), axis)
+    return assign_out(total / max(count - ddof, 0), out, "np.var")
+
+
+@implements(np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NoValue,
+        mean=_NoValue, correction=_NoValue):  # fmt: skip
+    variance = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+                   mean=mean, correction=correction)  # fmt: skip
+    return assign_out(np.sqrt(variance), out, "np.std")
+
+
+def _reduce_rule(ufunc, vjp, reads):
+    return ufunc_rule(
+        (ufunc, "reduce"),
+        lambda g, ans, x, axis=0, keepdims=False, **kw: vjp(g, ans, x, axis, keepdims, **kw),
+        reads=reads,
+    )
+
+
+_reduce_rule(np.add, _sum_vjp, ((),))
+_reduce_rule(np.multiply, _prod_vjp, ((0, ANS),))
+_reduce_rule(np.maximum, _extremum_vjp, ((0, ANS),))
+_reduce_rule(np.minimum, _extremum_vjp, ((0, ANS),))

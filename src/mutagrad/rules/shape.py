@@ -1,0 +1,208 @@
+"""Shape functions: views that share memory, and the copies that don't.
+
+Functions for which numpy returns a view (``reshape`` where possible,
+``transpose``, ``swapaxes``, ``moveaxis``, ``squeeze``, ``expand_dims``,
+``diagonal``, ``broadcast_to``, ``flip``, ``x.view()``) return a WrappedArray
+view of the same base, so writes through either are seen by both, as in
+numpy. A view needs no derivative rule: reading it records a VIEW_READ node.
+Only where numpy copies (``reshape``/``ravel`` of a non-contiguous array) is a
+rule recorded. ``concatenate``, ``stack``, ``copy`` and ``astype`` always copy.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.mutation import assign_out
+from mutagrad.core.wrapped import (
+    DETACHED,
+    WrappedArray,
+    _is_view_of,
+    apply,
+    is_active,
+    make_view,
+    unwrap,
+    wrap_constant,
+)
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.rules import VjpRule, implements
+
+
+def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
+    """An adapter for a function that returns a view of its first argument.
+
+    ``copy_vjp`` is the rule's vjp for the cases where numpy copies instead.
+    """
+    copy_rule = None
+    if copy_vjp is not None:
+        copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),))
+
+    def adapter(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(a, WrappedArray):
+            return numpy_function(a, *unwrap(args), **unwrap(kwargs))
+        args, kwargs = unwrap(args), unwrap(kwargs)
+        result = numpy_function(a._data, *args, **kwargs)
+        if result is a._data:
+            return a
+        if _is_view_of(result, a._data):
+            return make_view(a, result)
+        if copy_rule is None:
+            raise AssertionError(f"np.{name} returned a copy where numpy always returns a view")
+        return apply(copy_rule, (a, *args), kwargs or None)
+
+    adapter.__name__ = name
+    return adapter
+
+
+def _reshape_back(g, ans, x, *args, order="C", **kwargs):
+    return np.reshape(g, x.shape, order=order)
+
+
+for _fn, _vjp in (
+    (np.reshape, _reshape_back),
+    (np.ravel, _reshape_back),
+    (np.transpose, None),
+    (np.swapaxes, None),
+    (np.moveaxis, None),
+    (np.rollaxis, None),
+    (np.squeeze, None),
+    (np.expand_dims, None),
+    (np.diagonal, None),
+    (np.broadcast_to, None),
+    (np.flip, None),
+    (np.fliplr, None),
+    (np.flipud, None),
+    (np.real, None),
+):
+    implements(_fn)(_view_function(_fn, _fn.__name__, _vjp))
+
+
+def _at_least(ndim: int, arrays: tuple[Any, ...]) -> Any:
+    results = []
+    for a in arrays:
+        if np.ndim(a) >= ndim:
+            results.append(a)
+        elif ndim == 1 or np.ndim(a) == 0:
+            results.append(np.reshape(a, (1,) * ndim))
+        elif ndim == 2:
+            results.append(a[np.newaxis, :])
+        else:
+            results.append(a[np.newaxis, :, np.newaxis] if np.ndim(a) == 1 else a[:, :, np.newaxis])
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+@implements(np.atleast_1d)
+def atleast_1d(*arrays):
+    return _at_least(1, arrays)
+
+
+@implements(np.atleast_2d)
+def atleast_2d(*arrays):
+    return _at_least(2, arrays)
+
+
+@implements(np.atleast_3d)
+def atleast_3d(*arrays):
+    return _at_least(3, arrays)
+
+
+def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
+    """``x.view()``: a view of the same memory; a dtype change carries no derivative."""
+    if dtype is None or np.dtype(dtype) == x.dtype:
+        return make_view(x, x._data.view())
+    if is_active(x):
+        raise NotDifferentiableError(
+            f"x.view({np.dtype(dtype)}) reinterprets the bits of a traced {x.dtype} array; "
+            "that has no derivative. Use x.astype(...) for a differentiable conversion."
+        )
+    v = make_view(x, x._data.view(dtype))
+    v._flags |= DETACHED
+    return v
+
+
+COPY = VjpRule("copy", np.copy, (lambda g, ans, x, **kw: g,), ((),))
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False):
+    return apply(COPY, (a,), {"order": order})
+
+
+ASTYPE = VjpRule(
+    "astype",
+    lambda x, dtype, **kw: x.astype(dtype, **kw),
+    (lambda g, ans, x, dtype, **kw: g,),
+    ((),),
+)
+
+
+def astype(x: WrappedArray, dtype: Any, order="K", casting="unsafe", copy=True) -> WrappedArray:
+    dtype = np.dtype(dtype)
+    if not copy and dtype == x.dtype:
+        return x
+    if dtype.kind not in "fc":
+        # Integers and bools carry no derivative (NoTangent).
+        return wrap_constant(x._data.astype(dtype, order=order, casting=casting))
+    return apply(ASTYPE, (x, dtype), {"order": order, "casting": casting})
+
+
+def _split_along(g, shapes, axis, i):
+    if axis is None:
+        start = sum(int(np.prod(s, dtype=np.int64)) for s in shapes[:i])
+        stop = start + int(np.prod(shapes[i], dtype=np.int64))
+        return np.reshape(np.ravel(g)[start:stop], shapes[i])
+    axis = axis % len(shapes[i])
+    start = sum(s[axis] for s in shapes[:i])
+    index = (slice(None),) * axis + (slice(start, start + shapes[i][axis]),)
+    return g[index]
+
+
+@cache
+def _concatenate_rule(n: int) -> VjpRule:
+    def forward(*arrays, axis=0, **kwargs):
+        return np.concatenate(arrays, axis=axis, **kwargs)
+
+    def vjp_for(i):
+        return lambda g, ans, *xs, axis=0, **kw: _split_along(g, [x.shape for x in xs], axis, i)
+
+    return VjpRule("concatenate", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n)
+
+
+def _as_arrays(arrays):
+    return tuple(a if isinstance(a, WrappedArray) else np.asarray(a) for a in arrays)
+
+
+@implements(np.concatenate)
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrays = _as_arrays(arrays)
+    kwargs = {"axis": axis, "casting": casting}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return assign_out(apply(_concatenate_rule(len(arrays)), arrays, kwargs), out, "np.concatenate")
+
+
+@cache
+def _stack_rule(n: int) -> VjpRule:
+    def forward(*arrays, axis=0, **kwargs):
+        return np.stack(arrays, axis=axis, **kwargs)
+
+    def vjp_for(i):
+        def vjp(g, ans, *xs, axis=0, **kw):
+            axis = axis % (xs[i].ndim + 1)
+            return g[(slice(None),) * axis + (i,)]
+
+        return vjp
+
+    return VjpRule("stack", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n)
+
+
+@implements(np.stack)
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrays = _as_arrays(arrays)
+    kwargs = {"axis": axis, "casting": casting}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    return assign_out(apply(_stack_rule(len(arrays)), arrays, kwargs), out, "np.stack")
