@@ -29,7 +29,7 @@ from mutagrad.api import (
 )
 from mutagrad.core.engine import ANS
 from mutagrad.core.tangents import NoTangent, ZeroTangent
-from mutagrad.core.wrapped import WrappedArray
+from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.custom import defvjp, non_differentiable, primitive, rrule
 from mutagrad.errors import (
     FrozenBufferError,
@@ -58,6 +58,8 @@ __all__ = [
     "TracerConversionError",
     "WithGradient",
     "WrappedArray",
+    "WrappedScalar",
+    "WrappedValue",
     "ZeroTangent",
     "array",
     "asarray",

@@ -32,7 +32,14 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import BORROWED, WrappedArray, is_active, node_of
+from mutagrad.core.wrapped import (
+    BORROWED,
+    WrappedArray,
+    WrappedValue,
+    is_active,
+    node_of,
+    wrap,
+)
 from mutagrad.errors import MutagradError
 
 
@@ -78,7 +85,7 @@ class WithGradient(_WithGradientFields):
 def _is_differentiable_leaf(x: Any) -> bool:
     if isinstance(x, (bool, np.bool_)):
         return False
-    if isinstance(x, (int, float, np.integer, np.floating, WrappedArray)):
+    if isinstance(x, (int, float, np.integer, np.floating, WrappedValue)):
         return True
     return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
 
@@ -106,9 +113,9 @@ class _Call:
             self.inputs.append(None)
             return x
         outer = None
-        if isinstance(x, WrappedArray):
+        if isinstance(x, WrappedValue):
             outer = node_of(x, self.tape) if self.parent is not None else None
-            w = WrappedArray(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
+            w = wrap(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
         elif isinstance(x, np.ndarray):
             if copy_inputs or not is_dense(x):
                 w = WrappedArray(np.copy(x))
@@ -118,9 +125,9 @@ class _Call:
                 w._views = []
                 self._freeze(x)
         elif isinstance(x, (int, np.integer)):
-            w = WrappedArray(np.int64(x))
+            w = wrap(np.int64(x))
         else:
-            w = WrappedArray(np.float64(x) if isinstance(x, float) else x)
+            w = wrap(np.float64(x) if isinstance(x, float) else x)
         data = w._data
         tag = self.trace.bit | (outer.tag if outer is not None else 0)
         node = Node(IDENTITY if outer is not None else LEAF, (outer,) if outer else (), self.tape,
@@ -152,7 +159,7 @@ class _Call:
             STATE.reset(token)
 
     def output_node(self, out: Any, what: str) -> Node | None:
-        if not isinstance(out, WrappedArray):
+        if not isinstance(out, WrappedValue):
             if isinstance(out, (int, float, np.number)) or (
                 isinstance(out, np.ndarray) and out.shape == ()
             ):
@@ -211,14 +218,14 @@ def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
     elif type(cot) is SparseCotangent:
         cot = (
             cot.dense()
-            if not any(isinstance(v, WrappedArray) for _, _, v in cot.entries)
+            if not any(isinstance(v, WrappedValue) for _, _, v in cot.entries)
             else _traced_dense(cot)
         )
-    if isinstance(cot, WrappedArray):
+    if isinstance(cot, WrappedValue):
         return cot
     if isinstance(leaf, (int, float)) and not isinstance(leaf, np.generic):
         return float(cot)
-    if node.shape == () and not isinstance(leaf, (np.ndarray, WrappedArray)):
+    if node.shape == () and not isinstance(leaf, (np.ndarray, WrappedValue)):
         return dtype.type(cot)
     return np.array(cot, dtype=dtype, copy=node not in bk.owned or None)
 
@@ -230,7 +237,7 @@ def _traced_dense(sparse: SparseCotangent) -> Any:
 
 
 def _unwrap_output(value: Any) -> Any:
-    if isinstance(value, WrappedArray):
+    if isinstance(value, WrappedValue):
         return value._data
     if isinstance(value, tuple):
         return (
@@ -244,7 +251,7 @@ def _unwrap_output(value: Any) -> Any:
 
 
 def _first(out: Any) -> Any:
-    return out[0] if isinstance(out, tuple) and not isinstance(out, WrappedArray) else out
+    return out[0] if isinstance(out, tuple) and not isinstance(out, WrappedValue) else out
 
 
 def _seed(node: Node) -> Any:
@@ -305,7 +312,7 @@ class Pullback:
         token = STATE.set(call.trace)
         try:
             for y, dy_leaf in zip(outs, seeds_in):
-                node = node_of(y, call.tape) if isinstance(y, WrappedArray) else None
+                node = node_of(y, call.tape) if isinstance(y, WrappedValue) else None
                 if node is not None and dy_leaf is not None:
                     seeds.append((node, np.asarray(dy_leaf, dtype=cotangent_dtype(node.dtype))))
         finally:
@@ -339,15 +346,15 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
 
 def _copy_if_captured(out: Any, value: Any) -> Any:
     """The returned value must not alias memory the pullback reads."""
-    if isinstance(out, WrappedArray) and isinstance(value, np.ndarray):
-        base = out._base or out
+    if isinstance(out, WrappedValue) and isinstance(value, np.ndarray):
+        base = out._base if out._base is not None else out
         if base._captures:
             return value.copy()
     return value
 
 
 def _contains_wrapped(obj: Any) -> bool:
-    if isinstance(obj, WrappedArray):
+    if isinstance(obj, WrappedValue):
         return True
     return isinstance(obj, (list, tuple)) and any(_contains_wrapped(o) for o in obj)
 
@@ -356,10 +363,10 @@ def _stack_nested(obj: Any, dtype: Any) -> Any:
     """``np.array`` of a nested list holding WrappedArrays, built with traced stacking."""
     if isinstance(obj, (list, tuple)):
         parts = [_stack_nested(o, dtype) for o in obj]
-        parts = [p if isinstance(p, WrappedArray) else WrappedArray(np.asarray(p)) for p in parts]
+        parts = [p if isinstance(p, WrappedValue) else wrap(np.asarray(p)) for p in parts]
         stacked = np.stack(parts)
         return stacked if dtype is None else stacked.astype(dtype)
-    if isinstance(obj, WrappedArray):
+    if isinstance(obj, WrappedValue):
         return obj.copy() if dtype is None else obj.astype(dtype)
     return np.asarray(obj, dtype=dtype)
 
@@ -370,7 +377,7 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
     A (nested) list of traced values is stacked on the tape, so
     ``mutagrad.array([a, b])`` keeps the gradients of ``a`` and ``b``.
     """
-    if isinstance(obj, WrappedArray):
+    if isinstance(obj, WrappedValue):
         if not copy and (dtype is None or np.dtype(dtype) == obj.dtype):
             return obj
         return obj.copy() if dtype is None else obj.astype(dtype)
@@ -381,7 +388,7 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
 
 def asarray(obj: Any, dtype: Any = None) -> WrappedArray:
     """``obj`` as a WrappedArray, sharing memory with it where numpy would."""
-    if isinstance(obj, WrappedArray) or _contains_wrapped(obj):
+    if isinstance(obj, WrappedValue) or _contains_wrapped(obj):
         return array(obj, dtype, copy=False)
     data = np.asarray(obj, dtype=dtype)
     if not is_dense(data):
@@ -397,7 +404,7 @@ def ignore_derivatives(x: Any) -> Any:
     constants; writes ``fn`` makes to traced arrays are still recorded, so
     their effect on other values keeps its gradient.
     """
-    if callable(x) and not isinstance(x, WrappedArray):
+    if callable(x) and not isinstance(x, WrappedValue):
         return _detach_tree(x())
     return _detach_tree(x)
 
@@ -405,10 +412,10 @@ def ignore_derivatives(x: Any) -> Any:
 def _detach_tree(value: Any) -> Any:
     from mutagrad.core.wrapped import DETACHED, make_view
 
-    if isinstance(value, WrappedArray):
+    if isinstance(value, WrappedValue):
         data = value._data
         if not isinstance(data, np.ndarray):
-            return WrappedArray(data)
+            return wrap(data)
         detached = make_view(value, data.view())
         detached._flags |= DETACHED
         return detached
@@ -421,4 +428,4 @@ def _detach_tree(value: Any) -> Any:
 
 def is_traced(x: Any) -> bool:
     """Whether ``x`` carries a gradient in the current gradient call."""
-    return isinstance(x, WrappedArray) and is_active(x)
+    return isinstance(x, WrappedValue) and is_active(x)

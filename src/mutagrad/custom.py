@@ -35,11 +35,12 @@ from mutagrad.core.wrapped import (
     FUNCTION_RULES,
     NONDIFFERENTIABLE,
     UFUNC_RULES,
-    WrappedArray,
+    WrappedValue,
     apply,
     call_without_derivative,
     node_of,
     unwrap,
+    wrap,
     wrap_constant,
 )
 from mutagrad.errors import MutagradError, NotDifferentiableError
@@ -51,7 +52,7 @@ def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         handler = FUNCTION_RULES.get(wrapper)
-        if handler is not None and any(isinstance(a, WrappedArray) for a in args):
+        if handler is not None and any(isinstance(a, WrappedValue) for a in args):
             return handler(*args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -113,8 +114,8 @@ class ClosureRule(Rule):
         kwargs = kwargs or {}
         trace = STATE.get()
         tape = trace.tape if trace is not None else None
-        raw = [a._data if isinstance(a, WrappedArray) else a for a in args]
-        nodes = [node_of(a, tape) if tape is not None and isinstance(a, WrappedArray) else None
+        raw = [a._data if isinstance(a, WrappedValue) else a for a in args]
+        nodes = [node_of(a, tape) if tape is not None and isinstance(a, WrappedValue) else None
                  for a in args]  # fmt: skip
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
@@ -134,9 +135,9 @@ class ClosureRule(Rule):
         saved: list[Any] = [
             capture(a, r, node, snapshot, closure=True)
             for a, r in zip(args, raw)
-            if isinstance(a, WrappedArray) and type(r) is np.ndarray
+            if isinstance(a, WrappedValue) and type(r) is np.ndarray
         ]
-        out = WrappedArray(y, node)
+        out = wrap(y, node)
         if type(y) is np.ndarray:
             saved.append(capture(out, y, node, snapshot, closure=True))
         node.saved = tuple(saved)

@@ -36,6 +36,7 @@ from mutagrad.core.wrapped import (
     READONLY,
     UFUNC_RULES,
     WrappedArray,
+    WrappedValue,
     conversion_message,
     missing_rule_message,
     node_of,
@@ -277,7 +278,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
 
     trace = STATE.get()
     key, basic = normalize_index(index)
-    if isinstance(value, WrappedArray):
+    if isinstance(value, WrappedValue):
         raw_value = value._data
         value_node = node_of(value, trace.tape) if trace is not None else None
     else:
@@ -344,7 +345,7 @@ def ufunc_into(
     raw = []
     nodes: list[Node | None] = []
     for a in inputs:
-        if isinstance(a, WrappedArray):
+        if isinstance(a, WrappedValue):
             raw.append(a._data)
             nodes.append(node_of(a, tape) if tape is not None else None)
         else:
@@ -381,7 +382,7 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
     kwargs = dict(kwargs)
     out = kwargs.pop("out")
     outs = out if isinstance(out, tuple) else (out,)
-    if not any(isinstance(o, WrappedArray) for o in outs):
+    if not any(isinstance(o, WrappedValue) for o in outs):
         from mutagrad.core.wrapped import any_active
 
         if any_active(inputs):
@@ -404,12 +405,12 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
     for o, r in zip(outs, results):
         if o is None:
             continue
-        if isinstance(o, WrappedArray):
+        if isinstance(o, WrappedValue):
             assign(o, Ellipsis, r, f"np.{ufunc.__name__}(..., out=)")
         else:
             from mutagrad.core.wrapped import is_active
 
-            if isinstance(r, WrappedArray) and is_active(r):
+            if isinstance(r, WrappedValue) and is_active(r):
                 raise TracerConversionError(
                     conversion_message(f"np.{ufunc.__name__}(..., out=ndarray)")
                 )
@@ -423,12 +424,12 @@ def assign_out(result: Any, out: Any, operation: str) -> Any:
         return result
     if isinstance(out, tuple):
         (out,) = out
-    if isinstance(out, WrappedArray):
+    if isinstance(out, WrappedValue):
         assign(out, Ellipsis, result, operation)
         return out
     from mutagrad.core.wrapped import is_active
 
-    if isinstance(result, WrappedArray) and is_active(result):
+    if isinstance(result, WrappedValue) and is_active(result):
         raise TracerConversionError(conversion_message(f"{operation} with out=ndarray"))
     out[...] = unwrap(result)
     return out

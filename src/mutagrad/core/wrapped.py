@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -49,10 +50,13 @@ FUNCTION_RULES: dict[Any, Any] = {}
 NONDIFFERENTIABLE: set[Any] = set()
 
 
-class WrappedArray:
-    """A numpy array whose in-place writes are versioned and whose operations can be traced.
+class WrappedValue:
+    """A numpy value whose operations can be traced: the base of WrappedArray and WrappedScalar.
 
-    Construct one with :func:`mutagrad.array` (copies) or :func:`mutagrad.asarray`.
+    As numpy separates ``ndarray`` from scalars like ``np.float64``, mutagrad
+    separates :class:`WrappedArray` (indexable, writable in place) from
+    :class:`WrappedScalar` (what indexing a single element returns; immutable).
+    Construct them with :func:`mutagrad.array` (copies) or :func:`mutagrad.asarray`.
     """
 
     __slots__ = (
@@ -121,7 +125,7 @@ class WrappedArray:
     @property
     def version(self) -> int:
         """How many in-place writes the array (and its views) have seen."""
-        return (self._base or self)._version
+        return (self._base if self._base is not None else self)._version
 
     @property
     def T(self) -> WrappedArray:
@@ -140,20 +144,12 @@ class WrappedArray:
         raise NotDifferentiableError("x.flat is not supported on traced arrays; use x.ravel()")
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", prefix="WrappedArray(")
-        return f"WrappedArray({body}, version={self.version})"
+        name = type(self).__name__
+        body = np.array2string(np.asarray(self._data), separator=", ", prefix=f"{name}(")
+        return f"{name}({body}, version={self.version})"
 
     def __str__(self) -> str:
         return str(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d array")
-        for i in range(len(self._data)):
-            yield self[i]
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -245,25 +241,10 @@ class WrappedArray:
             return trace_through(func, impl, args, kwargs)
         raise MissingRuleError(missing_rule_message(function_name(func)))
 
-    # -- indexing --------------------------------------------------------------
-
-    def __getitem__(self, index: Any) -> Any:
-        return _indexing.getitem(self, index)
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        from mutagrad.core import mutation
-
-        mutation.setitem(self, index, value)
-
     # -- methods ---------------------------------------------------------------
 
     def copy(self, order: str = "C") -> WrappedArray:
         return np.copy(self, order=order)
-
-    def fill(self, value: Any) -> None:
-        from mutagrad.core import mutation
-
-        mutation.assign(self, Ellipsis, value, "fill")
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True):
         return _shape_rules.astype(self, dtype, order=order, casting=casting, copy=copy)
@@ -365,6 +346,38 @@ class WrappedArray:
     def conj(self) -> WrappedArray:
         return np.conjugate(self)
 
+
+class WrappedArray(WrappedValue):
+    """A numpy array with a version number: mutagrad's traced ``ndarray``.
+
+    ``version`` grows by one on every in-place write to the array or any view
+    of it. Indexing, ``len``, iteration and the in-place methods live here.
+    """
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(len(self._data)):
+            yield self[i]
+
+    def __getitem__(self, index: Any) -> Any:
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        from mutagrad.core import mutation
+
+        mutation.setitem(self, index, value)
+
+    def fill(self, value: Any) -> None:
+        from mutagrad.core import mutation
+
+        mutation.assign(self, Ellipsis, value, "fill")
+
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
         from mutagrad.core import mutation
 
@@ -374,16 +387,36 @@ class WrappedArray:
         np.put(self, indices, values, mode=mode)
 
 
+class WrappedScalar(WrappedValue):
+    """A traced numpy scalar (what ``x[i]`` returns for a 1-D ``x``); immutable like ``np.float64``.
+
+    It is deliberately not indexable: numpy stores a non-sequence into an
+    array element through ``float()``, which is where mutagrad can refuse a
+    traced value instead of letting numpy drop its gradient.
+    """
+
+    __slots__ = ()
+
+
+def wrap(data: Any, node: Node | None = None) -> WrappedValue:
+    """The right wrapper for ``data``: WrappedArray for an ndarray, WrappedScalar otherwise."""
+    if type(data) is np.ndarray:
+        return WrappedArray(data, node)
+    if isinstance(data, np.generic):
+        return WrappedScalar(data, node)
+    return WrappedArray(np.asarray(data), node)
+
+
 def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path)."""
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
-    if isinstance(a, WrappedArray):
+    if isinstance(a, WrappedValue):
         ra = a._data
         na = node_of(a, tape) if tape is not None else None
     else:
         ra, na = a, None
-    if isinstance(b, WrappedArray):
+    if isinstance(b, WrappedValue):
         rb = b._data
         nb = node_of(b, tape) if tape is not None else None
     else:
@@ -399,7 +432,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
             return wrap_constant(result, (a, b), (ra, rb))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     node, need_ans = record(rule, (a, b), [ra, rb], [na, nb], result, None, trace)
-    out = WrappedArray(result, node)
+    out = wrap(result, node)
     if need_ans:
         save_output(node, out, trace.mode == "snapshot")
     return out
@@ -420,7 +453,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
             return wrap_constant(result, (a,), (ra,))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     node, need_ans = record(rule, (a,), [ra], [na], result, None, trace)
-    out = WrappedArray(result, node)
+    out = wrap(result, node)
     if need_ans:
         save_output(node, out, trace.mode == "snapshot")
     return out
@@ -460,7 +493,7 @@ def _make_operators() -> None:
 
         for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
             fn.__name__ = f"__{prefix}{name}__"
-            setattr(WrappedArray, fn.__name__, fn)
+            setattr(WrappedValue, fn.__name__, fn)
     for name, ufunc, pyop in [
         ("eq", np.equal, operator.eq),
         ("ne", np.not_equal, operator.ne),
@@ -474,7 +507,7 @@ def _make_operators() -> None:
             return _binary(ufunc, pyop, self, other)
 
         compare.__name__ = f"__{name}__"
-        setattr(WrappedArray, compare.__name__, compare)
+        setattr(WrappedValue, compare.__name__, compare)
     for name, ufunc, pyop in [
         ("neg", np.negative, operator.neg),
         ("pos", np.positive, operator.pos),
@@ -486,12 +519,12 @@ def _make_operators() -> None:
             return _unary(ufunc, pyop, self)
 
         unary.__name__ = f"__{name}__"
-        setattr(WrappedArray, unary.__name__, unary)
+        setattr(WrappedValue, unary.__name__, unary)
 
     def divmod_(self, other):
         return np.divmod(self, other)
 
-    WrappedArray.__divmod__ = divmod_  # type: ignore[attr-defined]
+    WrappedValue.__divmod__ = divmod_  # type: ignore[attr-defined]
 
 
 _make_operators()
@@ -549,12 +582,12 @@ def any_active(values: Any) -> bool:
     if trace is None:
         return False
     for v in values:
-        if isinstance(v, WrappedArray):
+        if isinstance(v, WrappedValue):
             if is_active(v):
                 return True
         elif isinstance(v, (list, tuple)):
             for item in v:
-                if isinstance(item, WrappedArray) and is_active(item):
+                if isinstance(item, WrappedValue) and is_active(item):
                     return True
     return False
 
@@ -582,11 +615,11 @@ def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any
     """Wrap a result that carries no gradient; a view of an argument stays a view of it."""
     if type(result) is np.ndarray:
         for a, r in zip(args, raw):
-            if isinstance(a, WrappedArray) and _is_view_of(result, r):
+            if isinstance(a, WrappedValue) and _is_view_of(result, r):
                 return make_view(a, result)
         return WrappedArray(result)
     if isinstance(result, np.generic):
-        return WrappedArray(result)
+        return WrappedScalar(result)
     if type(result) is tuple:
         return tuple(wrap_constant(r, args, raw) for r in result)
     return result
@@ -594,7 +627,7 @@ def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any
 
 def unwrap(value: Any) -> Any:
     """Raw data of WrappedArrays in ``value`` (looking into lists, tuples and dicts)."""
-    if isinstance(value, WrappedArray):
+    if isinstance(value, WrappedValue):
         return value._data
     if type(value) in (list, tuple):
         return type(value)(unwrap(v) for v in value)
@@ -606,10 +639,10 @@ def unwrap(value: Any) -> Any:
 def _wrapped_arrays(values: Any) -> list[WrappedArray]:
     found = []
     for v in values:
-        if isinstance(v, WrappedArray):
+        if isinstance(v, WrappedValue):
             found.append(v)
         elif isinstance(v, (list, tuple)):
-            found.extend(item for item in v if isinstance(item, WrappedArray))
+            found.extend(item for item in v if isinstance(item, WrappedValue))
     return found
 
 
@@ -630,7 +663,7 @@ def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = 
     nodes: list[Node | None] = []
     active = False
     for a in args:
-        if isinstance(a, WrappedArray):
+        if isinstance(a, WrappedValue):
             raw.append(a._data)
             n = node_of(a, tape) if tape is not None else None
             if n is not None:
@@ -644,7 +677,7 @@ def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = 
         return wrap_constant(result, args, raw)
     assert trace is not None
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
-    out = WrappedArray(result, node)
+    out = wrap(result, node)
     if need_ans:
         save_output(node, out, trace.mode == "snapshot")
     return out
@@ -653,17 +686,15 @@ def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = 
 def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
     """Apply ``rule`` like a primitive: raw in, raw out; traced when any argument is wrapped."""
     for a in args:
-        if isinstance(a, WrappedArray):
+        if isinstance(a, WrappedValue):
             return apply(rule, args, kwargs)
     return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
 
 
 def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = None) -> Any:
     """A read-only WrappedArray pinned to ``node``, given to a pullback in a traced sweep."""
-    if base is not None and type(value) is np.ndarray:
-        w = make_view(base, value)
-    else:
-        w = WrappedArray(value)
+    pinned_view = base is not None and type(value) is np.ndarray
+    w = make_view(base, value) if pinned_view else wrap(value)
     w._node = node
     w._flags |= READONLY | PINNED
     return w
@@ -716,17 +747,31 @@ def conversion_message(operation: str) -> str:
     )
 
 
+_TRACING_THROUGH: ContextVar[frozenset[Any]] = ContextVar("mutagrad_tracing_through",
+                                                          default=frozenset())  # fmt: skip
+
+
 def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """Differentiate ``func`` by running numpy's Python implementation on traced arrays."""
+    """Differentiate ``func`` by running numpy's Python implementation on traced arrays.
+
+    numpy functions that forward to a method of their argument (``np.cumsum``
+    calls ``a.cumsum()``) would come straight back here: a function already
+    being traced through is a missing rule, not a loop.
+    """
+    active = _TRACING_THROUGH.get()
+    if func in active:
+        raise MissingRuleError(missing_rule_message(function_name(func)))
+    token = _TRACING_THROUGH.set(active | {func})
     try:
         return impl(*args, **kwargs)
     except TracerConversionError as error:
-        raise TracerConversionError(
-            f"{function_name(func)} has no derivative rule, and tracing through numpy's own "
-            "implementation failed because it converts its input to a raw array.\n"
-            f"Register a rule for {function_name(func)} (mutagrad.defvjp or mutagrad.rrule).\n\n"
-            + str(error)
+        raise MissingRuleError(
+            missing_rule_message(function_name(func))
+            + "\n(numpy's own implementation of it converts its input to a raw array, so "
+            "mutagrad cannot trace through it.)"
         ) from error
+    finally:
+        _TRACING_THROUGH.reset(token)
 
 
 # The rule modules import this module, so they are bound after the class exists.

@@ -11,7 +11,7 @@ import numpy as np
 
 from mutagrad.core.mutation import assign
 from mutagrad.core.wrapped import (
-    WrappedArray,
+    WrappedValue,
     any_active,
     apply,
     conversion_message,
@@ -47,7 +47,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     data = unwrap(a)
     shape = data.shape if shape is None else shape
     dtype = data.dtype if dtype is None else dtype
-    if isinstance(fill_value, WrappedArray) and any_active((fill_value,)):
+    if isinstance(fill_value, WrappedValue) and any_active((fill_value,)):
         return apply(FULL, (fill_value, shape), {"dtype": dtype})
     return wrap_constant(np.full_like(data, unwrap(fill_value), dtype=dtype, order=order,
                                       shape=shape))  # fmt: skip
@@ -61,7 +61,7 @@ def copyto(dst, src, casting="same_kind", where=True):
             f"Cannot cast array data from {src_dtype!r} to {unwrap(dst).dtype!r} according to "
             f"the rule {casting!r}"
         )
-    if isinstance(dst, WrappedArray):
+    if isinstance(dst, WrappedValue):
         mask = None if where is True else unwrap(where)
         assign(dst, Ellipsis, src, "np.copyto", mask=mask)
         return None

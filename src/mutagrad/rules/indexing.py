@@ -18,16 +18,16 @@ from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site
 from mutagrad.core.tangents import BASIC, FANCY, SparseCotangent, cotangent_dtype
-from mutagrad.core.wrapped import WrappedArray, make_view, node_of
+from mutagrad.core.wrapped import WrappedArray, WrappedValue, make_view, node_of, wrap
 
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
     """One index component as (components, is_basic); booleans become integer arrays."""
-    if isinstance(k, WrappedArray):
+    if isinstance(k, WrappedValue):
         k = k._data
     if k is None or k is Ellipsis or isinstance(k, slice):
         if isinstance(k, slice) and any(
-            isinstance(b, WrappedArray) for b in (k.start, k.stop, k.step)
+            isinstance(b, WrappedValue) for b in (k.start, k.stop, k.step)
         ):
             k = slice(
                 *(None if b is None else operator.index(b) for b in (k.start, k.stop, k.step))
@@ -96,9 +96,9 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     trace = STATE.get()
     n = node_of(w, trace.tape) if trace is not None else None
     if n is None:
-        return WrappedArray(result)
+        return wrap(result)
     tape = trace.tape
     node = Node(GETITEM, (n,), tape, n.tag, np.shape(result), result.dtype, user_site(2))
     node.kwargs = {"key": key, "basic": basic}
     tape.nodes.append(node)
-    return WrappedArray(result, node)
+    return wrap(result, node)

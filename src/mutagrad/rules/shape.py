@@ -20,6 +20,7 @@ from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import (
     DETACHED,
     WrappedArray,
+    WrappedValue,
     _is_view_of,
     apply,
     is_active,
@@ -41,7 +42,7 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
         copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),))
 
     def adapter(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(a, WrappedArray):
+        if not isinstance(a, WrappedValue):
             return numpy_function(a, *unwrap(args), **unwrap(kwargs))
         args, kwargs = unwrap(args), unwrap(kwargs)
         result = numpy_function(a._data, *args, **kwargs)
@@ -172,7 +173,7 @@ def _concatenate_rule(n: int) -> VjpRule:
 
 
 def _as_arrays(arrays):
-    return tuple(a if isinstance(a, WrappedArray) else np.asarray(a) for a in arrays)
+    return tuple(a if isinstance(a, WrappedValue) else np.asarray(a) for a in arrays)
 
 
 @implements(np.concatenate)

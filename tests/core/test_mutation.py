@@ -1,0 +1,333 @@
+"""In-place writes: every path, poisoning, strict mode, snapshot mode, messages.
+
+Each program is checked three ways: forward value against the same code on
+plain ndarrays, gradient against finite differences, and (where a pullback
+needs an overwritten value) that poison mode raises rather than answering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mutagrad
+import mutagrad.numpy as mnp
+from mutagrad.testing import check_gradient
+
+
+def same_value(f, *args, mode=None):
+    """The forward value on WrappedArrays equals the value on plain ndarrays."""
+    plain = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    traced = mutagrad.withgradient(f, *args, mode=mode).val
+    np.testing.assert_array_equal(traced, plain)
+
+
+# -- the easy cases: the overwritten value is never needed ------------------------
+
+
+def setitem_slice(x):
+    y = np.empty_like(x)
+    y[:] = 2 * x
+    return np.sum(y * x)
+
+
+def setitem_elements_in_a_loop(x):
+    out = np.zeros_like(x)
+    for i in range(len(x)):
+        out[i] = np.sin(x[i]) * x[i]
+    return np.sum(out)
+
+
+def setitem_fancy_and_mask(x):
+    y = np.zeros_like(x)
+    y[[0, 2]] = x[[1, 0]] * 3
+    y[x > 1.5] += x[x > 1.5] ** 2
+    return np.sum(y * y)
+
+
+def setitem_repeated_index(x):
+    y = np.zeros_like(x)
+    y[[0, 0, 1]] = x * np.array([1.0, 2.0, 3.0])  # numpy keeps one write per position
+    return np.sum(y * np.array([1.0, 10.0, 100.0]))
+
+
+def augmented_assignment(x):
+    y = x * 1.0
+    y += x
+    y *= 3.0
+    y -= 1.0
+    y /= 2.0
+    y **= 2
+    return np.sum(y)
+
+
+def ufunc_out(x):
+    y = np.empty_like(x)
+    np.multiply(x, x, out=y)
+    np.sin(y, out=y)
+    return np.sum(y)
+
+
+def fill_then_write(x):
+    y = np.empty_like(x)
+    y.fill(1.0)
+    y[1] = x[0] * x[2]
+    return np.sum(y * x)
+
+
+def copyto_with_mask(x):
+    y = np.zeros_like(x)
+    np.copyto(y, x * 2)
+    np.copyto(y, x**3, where=np.array([True, False, True]))
+    return np.sum(y * x)
+
+
+def mutate_own_argument(x):
+    x[:] = 2 * x
+    return np.sum(x)
+
+
+def write_into_a_constant_buffer(x):
+    buf = mnp.zeros(3)
+    buf[1:] = x[:2] * x[1:]
+    return np.sum(buf**2)
+
+
+def write_then_read_old_value_elsewhere(x):
+    y = x * 1.0
+    s = np.sum(y[:2] ** 2)  # keeps y[:2]
+    y[2:] = 0.0  # does not touch it
+    return s + np.sum(y)
+
+
+EASY = [
+    setitem_slice,
+    setitem_elements_in_a_loop,
+    setitem_fancy_and_mask,
+    setitem_repeated_index,
+    augmented_assignment,
+    ufunc_out,
+    fill_then_write,
+    copyto_with_mask,
+    mutate_own_argument,
+    write_into_a_constant_buffer,
+    write_then_read_old_value_elsewhere,
+]
+
+
+@pytest.mark.parametrize("program", EASY, ids=lambda f: f.__name__)
+def test_easy_mutations_match_finite_differences(program):
+    x = np.array([0.7, 1.9, -1.3])
+    same_value(program, x)
+    check_gradient(program, x)
+
+
+@pytest.mark.parametrize("program", EASY, ids=lambda f: f.__name__)
+def test_easy_mutations_raise_in_strict_mode(program):
+    with pytest.raises(mutagrad.MutationError, match="Mutating arrays is not supported"):
+        mutagrad.gradient(program, np.array([0.7, 1.9, -1.3]), mode="strict")
+
+
+@pytest.mark.parametrize("program", EASY, ids=lambda f: f.__name__)
+def test_snapshot_mode_agrees_and_copies_nothing_for_easy_cases(program):
+    x = np.array([0.7, 1.9, -1.3])
+    poison = mutagrad.withgradient(program, x)
+    snapshot = mutagrad.withgradient(program, x, mode="snapshot")
+    np.testing.assert_allclose(snapshot.grad[0], poison.grad[0])
+    assert snapshot.bytes_copied == 0
+
+
+def test_overwritten_input_reached_only_through_the_write_gets_zeros():
+    def f(x):
+        y = x * x  # noqa: F841 - saved for a pullback that never runs
+        x.fill(0)
+        return np.sum(x)
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(3))[0], np.zeros(3))
+
+
+def test_unused_input_gets_none_not_zeros():
+    assert mutagrad.gradient(lambda x, y: np.sum(x), np.ones(2), np.ones(2))[1] is None
+
+
+# -- values a pullback needs: poison raises, snapshot answers ------------------------
+
+
+def fill_after_capture(x):
+    y = x * x
+    x.fill(0)
+    return np.sum(y)
+
+
+def log_then_fill(x):
+    y = np.log(x)
+    x.fill(0)
+    return np.sum(y + x)
+
+
+def scratch_buffer_reused(x):
+    tmp = np.empty_like(x)
+    total = 0.0
+    for k in range(3):
+        tmp[:] = x * (k + 1)
+        total = total + np.sum(tmp**2)
+    return total
+
+
+def exp_out_then_normalise(z):
+    z = z * 1.0
+    np.exp(z, out=z)
+    z /= z.sum()
+    return np.sum(z * np.array([1.0, 2.0, 3.0]))
+
+
+def write_through_setitem_after_sin(x):
+    y = x * 1.0
+    s = np.sin(y)
+    y[1] = 5.0
+    return np.sum(s)
+
+
+NEEDED = [
+    fill_after_capture,
+    log_then_fill,
+    scratch_buffer_reused,
+    exp_out_then_normalise,
+    write_through_setitem_after_sin,
+]
+
+
+@pytest.mark.parametrize("program", NEEDED, ids=lambda f: f.__name__)
+def test_poison_mode_raises_where_the_old_value_is_needed(program):
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(program, np.array([0.7, 1.9, 1.3]))
+
+
+@pytest.mark.parametrize("program", NEEDED, ids=lambda f: f.__name__)
+def test_snapshot_mode_is_correct_where_poison_raises(program):
+    x = np.array([0.7, 1.9, 1.3])
+    same_value(program, x, mode="snapshot")
+    check_gradient(program, x, mode="snapshot")
+    assert mutagrad.withgradient(program, x, mode="snapshot").bytes_copied > 0
+
+
+def test_poison_message_names_both_sites_versions_and_fixes():
+    with pytest.raises(mutagrad.PoisonedCaptureError) as info:
+        mutagrad.gradient(fill_after_capture, np.ones(3))
+    message = str(info.value)
+    assert "captured by multiply at version 0" in message
+    assert "y = x * x" in message and "x.fill(0)" in message
+    assert message.count("test_mutation.py:") == 2
+    assert "making version 1" in message
+    assert 'mode="snapshot"' in message and "copy" in message
+
+
+def test_a_capture_never_read_raises_nothing():
+    def f(x):
+        y = x * 1.0
+        unused = np.sin(y)  # saved y, but nothing downstream needs unused
+        y[:] = 0.0
+        return np.sum(y) + 0.0 * np.sum(x) + 0 * len(unused)
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(2))[0], [0.0, 0.0])
+
+
+def test_in_place_operations_do_not_poison_their_own_input():
+    def divide_by_own_sum(y):
+        y = y * 1.0
+        y /= y.sum()
+        return np.sum(y * np.array([1.0, 2.0, 3.0]))
+
+    def multiply_by_other(y, x):
+        y = y * 1.0
+        y *= x
+        return np.sum(y * y)
+
+    def exp_in_place(z):
+        z = z * 1.0
+        np.exp(z, out=z)
+        return np.sum(z)
+
+    x = np.array([0.5, 1.5, 2.5])
+    for program, args in [
+        (divide_by_own_sum, (x,)),
+        (multiply_by_other, (x, x + 1)),
+        (exp_in_place, (x,)),
+    ]:
+        check_gradient(program, *args)
+
+
+# -- raw ndarrays the tape reads ------------------------------------------------------
+
+
+def test_raw_array_overwritten_after_capture_cannot_change_the_gradient():
+    c = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = x * c
+        c[0] = 100.0  # a raw array: the tape kept its own copy
+        return np.sum(y)
+
+    try:
+        np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(3))[0], [1.0, 2.0, 3.0])
+    finally:
+        c[0] = 1.0
+
+
+# -- strict mode ----------------------------------------------------------------------------
+
+
+def test_strict_message_follows_zygote_and_lists_fixes():
+    with pytest.raises(mutagrad.MutationError) as info:
+        mutagrad.gradient(mutate_own_argument, np.ones(3), mode="strict")
+    message = str(info.value)
+    assert message.startswith("Mutating arrays is not supported -- called __setitem__ on ")
+    assert "float64 array of shape (3,)" in message
+    assert "x[:] = 2 * x" in message
+    for fix in ("avoid mutating", "mutagrad.Buffer", "rrule", 'mode="poison"'):
+        assert fix in message
+
+
+def test_strict_mode_allows_writes_to_raw_arrays_without_traced_values():
+    def f(x):
+        scratch = np.zeros(3)
+        scratch[0] = 1.0
+        return np.sum(x * scratch)
+
+    np.testing.assert_array_equal(
+        mutagrad.gradient(f, np.ones(3), mode="strict")[0], [1.0, 0.0, 0.0]
+    )
+
+
+def test_pure_programs_agree_in_strict_and_poison_mode():
+    def f(x):
+        return np.sum(np.tanh(x @ np.ones((3, 2))) ** 2)
+
+    x = np.array([0.1, -0.4, 0.3])
+    np.testing.assert_array_equal(
+        mutagrad.gradient(f, x, mode="strict")[0], mutagrad.gradient(f, x)[0]
+    )
+
+
+# -- dtype and refusals ------------------------------------------------------------------------
+
+
+def test_storing_traced_floats_into_an_integer_array_is_refused():
+    def f(x):
+        ints = np.zeros(3, dtype=np.int64)
+        holder = mutagrad.array(ints)
+        holder[0] = x[0] * 2
+        return np.sum(x)
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match="truncates"):
+        mutagrad.gradient(f, np.ones(3))
+
+
+def test_versions_count_writes_on_base_and_views():
+    a = mutagrad.array(np.zeros(4))
+    v = a[1:3]
+    assert a.version == v.version == 0
+    v += 1.0
+    a[0] = 2.0
+    assert a.version == v.version == 2
+    np.testing.assert_array_equal(np.asarray(a), [2.0, 1.0, 1.0, 0.0])
