@@ -129,7 +129,7 @@ class ClosureRule(Rule):
             if n is not None:
                 tag |= n.tag
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
-        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, user_site(3))
+        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, user_site())
         snapshot = trace.mode == "snapshot"
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [

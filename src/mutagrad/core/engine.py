@@ -140,16 +140,55 @@ class Node:
 
 
 class WriteRecord:
-    """What an in-place write did, for error messages and ``explain``."""
+    """What an in-place write did, for error messages and ``explain``.
 
-    __slots__ = ("base_shape", "operation", "region", "site", "version")
+    ``key`` is the index written (``Ellipsis`` for the whole array) and
+    ``view_shape`` the shape of the view it was applied to (``None`` when
+    written through the base itself); both are only formatted on demand.
+    """
 
-    def __init__(self, operation: str, site: Site | None, version: int, region: str, shape):
+    __slots__ = ("base_shape", "key", "operation", "site", "version", "view_shape")
+
+    def __init__(
+        self,
+        operation: str,
+        site: Site | None,
+        version: int,
+        key: Any,
+        view_shape: tuple[int, ...] | None,
+        base_shape: tuple[int, ...],
+    ):
         self.operation = operation
         self.site = site
         self.version = version
-        self.region = region
-        self.base_shape = shape
+        self.key = key
+        self.view_shape = view_shape
+        self.base_shape = base_shape
+
+    @property
+    def region(self) -> str:
+        text = format_index(self.key)
+        return text if self.view_shape is None else f"{text} of a view of shape {self.view_shape}"
+
+
+def format_index(key: Any) -> str:
+    """A numpy index as source text: ``[1:3, ...]``."""
+
+    def one(k: Any) -> str:
+        if isinstance(k, slice):
+            start = "" if k.start is None else str(k.start)
+            stop = "" if k.stop is None else str(k.stop)
+            return f"{start}:{stop}" + ("" if k.step is None else f":{k.step}")
+        if k is Ellipsis:
+            return "..."
+        if k is None:
+            return "None"
+        if isinstance(k, np.ndarray):
+            return f"<{k.dtype} index of shape {k.shape}>"
+        return str(k)
+
+    parts = key if isinstance(key, tuple) else (key,)
+    return "[" + ", ".join(one(k) for k in parts) + "]"
 
 
 class Capture:

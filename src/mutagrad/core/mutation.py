@@ -20,11 +20,21 @@ that is the "easy case" the design exists for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, Capture, Node, Trace, WriteRecord, record, save_output
+from mutagrad.core.engine import (
+    STATE,
+    Capture,
+    Node,
+    Trace,
+    VjpRule,
+    WriteRecord,
+    record,
+    save_output,
+)
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.wrapped import (
@@ -94,13 +104,13 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
     if flags & FROZEN:
         raise FrozenBufferError(
             f"{operation} on a Buffer after buffer.copy() froze it, at\n"
-            f"{format_site(user_site(3))}\n"
+            f"{format_site(user_site())}\n"
             "Copying a Buffer hands its memory to the returned array without a copy, so it\n"
             "cannot change afterwards. Write everything before calling copy(), or start a\n"
             "new Buffer."
         )
     if trace is not None and trace.mode == "strict" and not flags & BUFFER:
-        raise MutationError(strict_message(operation, w, user_site(3)))
+        raise MutationError(strict_message(operation, w, user_site()))
     if not w._data.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
     if flags & BORROWED:
@@ -228,7 +238,7 @@ def commit(
             value_node.tag if value_node is not None else 0
         )
         data = base._data
-        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, user_site(3))
+        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, user_site())
         node.kwargs = {
             "view": place,
             "base": data,
@@ -245,27 +255,9 @@ def commit(
 # The write paths.
 
 
-def _format_index(key: Any) -> str:
-    def one(k: Any) -> str:
-        if isinstance(k, slice):
-            start = "" if k.start is None else str(k.start)
-            stop = "" if k.stop is None else str(k.stop)
-            return f"{start}:{stop}" + ("" if k.step is None else f":{k.step}")
-        if k is Ellipsis:
-            return "..."
-        if k is None:
-            return "None"
-        if isinstance(k, np.ndarray):
-            return f"<{k.dtype} index of shape {k.shape}>"
-        return str(k)
-
-    parts = key if isinstance(key, tuple) else (key,)
-    return "[" + ", ".join(one(k) for k in parts) + "]"
-
-
-def _region_text(w: WrappedArray, key: Any) -> str:
-    text = _format_index(key) if key is not Ellipsis else "[...]"
-    return text if w._base is None else f"{text} of a view of shape {w.shape}"
+def _write_record(w: WrappedValue, base: WrappedValue, operation: str, key: Any) -> WriteRecord:
+    view_shape = None if w._base is None else w._data.shape
+    return WriteRecord(operation, user_site(), base._version + 1, key, view_shape, base._data.shape)
 
 
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
@@ -308,8 +300,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         kind, place, index_out = FANCY_INDEX, data, key
         if value_node is not None:
             winners = _winners(data, key)
-    site = user_site(3)
-    write = WriteRecord(operation, site, base._version + 1, _region_text(w, key), base._data.shape)
+    write = _write_record(w, base, operation, key)
     invalidate(base, place, write, None)
     if mask is None:
         data[key] = raw_value
@@ -334,12 +325,22 @@ def _winners(data: np.ndarray, key: Any) -> np.ndarray | None:
     return None if kept.all() else kept
 
 
-def ufunc_into(
-    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
+def write_in_place(
+    rule: VjpRule | None,
+    inputs: tuple[Any, ...],
+    out: WrappedArray,
+    kwargs: dict[str, Any] | None,
+    perform: Callable[[list[Any], np.ndarray], None],
+    operation: str,
 ) -> WrappedArray:
-    """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included)."""
+    """Write ``rule(*inputs)`` into ``out`` in place; ``perform(raw_inputs, target)`` writes.
+
+    The rule's node becomes ``out``'s new value. Its own saved inputs that
+    alias ``out`` are copied before the write (it must not poison itself);
+    a rule reading its output reads ``out`` after the write. ``rule`` is
+    ``None`` for a write whose value carries no derivative.
+    """
     trace = STATE.get()
-    operation = f"np.{ufunc.__name__}(..., out=)"
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     raw = []
@@ -354,17 +355,11 @@ def ufunc_into(
     target = out._data
     node = None
     need_ans = False
-    if any(n is not None for n in nodes):
-        rule = UFUNC_RULES.get(ufunc)
-        if rule is not None:
-            assert trace is not None
-            node, need_ans = record(rule, inputs, raw, nodes, target, kwargs or None, trace)
-        elif ufunc not in NONDIFFERENTIABLE:
-            raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    write = WriteRecord(operation, user_site(3), base._version + 1, _region_text(out, Ellipsis),
-                        base._data.shape)  # fmt: skip
-    invalidate(base, target, write, node)
-    ufunc(*raw, out=target, **kwargs)
+    if rule is not None and any(n is not None for n in nodes):
+        assert trace is not None
+        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)
+    invalidate(base, target, _write_record(out, base, operation, Ellipsis), node)
+    perform(raw, target)
     base._version += 1
     if trace is not None:
         if node is not None and need_ans:
@@ -375,6 +370,24 @@ def ufunc_into(
         else:
             commit(base, target, node, trace)
     return out
+
+
+def ufunc_into(
+    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
+) -> WrappedArray:
+    """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included)."""
+    rule = UFUNC_RULES.get(ufunc)
+    if rule is None and ufunc not in NONDIFFERENTIABLE:
+        from mutagrad.core.wrapped import any_active
+
+        if any_active(inputs) or any_active((out,)):
+            raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+
+    def perform(raw: list[Any], target: np.ndarray) -> None:
+        ufunc(*raw, out=target, **kwargs)
+
+    return write_in_place(rule, inputs, out, kwargs or None, perform,
+                          f"np.{ufunc.__name__}(..., out=)")  # fmt: skip
 
 
 def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:

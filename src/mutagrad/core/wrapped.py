@@ -213,6 +213,8 @@ class WrappedValue:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         from mutagrad.core import mutation
 
+        if method == "at":
+            return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
         out = kwargs.get("out")
         if out is not None:
             return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
@@ -379,12 +381,10 @@ class WrappedArray(WrappedValue):
         mutation.assign(self, Ellipsis, value, "fill")
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
-        from mutagrad.core import mutation
-
-        mutation.sort_in_place(self, axis=axis, kind=kind, order=order)
+        _inplace.sort_in_place(self, axis=axis, kind=kind, order=order)
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
-        np.put(self, indices, values, mode=mode)
+        _inplace.put(self, indices, values, mode=mode)
 
 
 class WrappedScalar(WrappedValue):
@@ -646,15 +646,61 @@ def _wrapped_arrays(values: Any) -> list[WrappedArray]:
     return found
 
 
+def _read_only(value: Any) -> Any:
+    """Like :func:`unwrap`, but arrays come as read-only views.
+
+    A numpy function reached without a rule must not write into a
+    WrappedArray's memory behind its version counter: if it tries, numpy
+    raises "assignment destination is read-only" instead.
+    """
+    if isinstance(value, WrappedValue):
+        data = value._data
+        if type(data) is np.ndarray and data.flags.writeable:
+            data = data.view()
+            data.flags.writeable = False
+        return data
+    if type(value) in (list, tuple):
+        return type(value)(_read_only(v) for v in value)
+    if type(value) is dict:
+        return {k: _read_only(v) for k, v in value.items()}
+    return value
+
+
+def _holds_wrapped(value: Any) -> bool:
+    if isinstance(value, WrappedValue):
+        return True
+    return isinstance(value, tuple) and any(isinstance(v, WrappedValue) for v in value)
+
+
 def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """Run ``func`` on raw data; results are constants (views stay views)."""
+    """Run ``func`` on the data; results are constants (views stay views).
+
+    An ``out=`` WrappedArray is written through the mutation machinery, so
+    its version and the captures on it see the write.
+    """
+    if _holds_wrapped(kwargs.get("out")):
+        from mutagrad.core.mutation import assign_out
+
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out")
+        result = call_without_derivative(func, args, kwargs)
+        return assign_out(result, out, f"{function_name(func)}(..., out=)")
+    raw = _read_only(tuple(args))
+    result = func(*raw, **_read_only(kwargs))
     wrapped = _wrapped_arrays(args)
-    result = func(*unwrap(tuple(args)), **unwrap(kwargs))
-    return wrap_constant(result, tuple(wrapped), tuple(w._data for w in wrapped))
+    return wrap_constant(result, tuple(wrapped), tuple(_read_only(tuple(wrapped))))
 
 
-def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
-    """Call ``rule.fun`` on the raw data of ``args`` and record it if any argument is active."""
+def apply(
+    rule: VjpRule,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    result: Any = None,
+) -> Any:
+    """Call ``rule.fun`` on the raw data of ``args`` and record it if any argument is active.
+
+    ``result``, when given, is the already computed primal value.
+    """
     if type(rule) is not VjpRule:
         return rule.call(args, kwargs)  # a user's closure rule (mutagrad.custom.ClosureRule)
     trace = STATE.get()
@@ -672,7 +718,8 @@ def apply(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = 
         else:
             raw.append(a)
             nodes.append(None)
-    result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
+    if result is None:
+        result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
     if not active:
         return wrap_constant(result, args, raw)
     assert trace is not None
@@ -722,7 +769,7 @@ def function_name(func: Any) -> str:
 def missing_rule_message(name: str) -> str:
     return (
         f"mutagrad has no derivative rule for {name}, which was called on a traced array at\n"
-        f"    {describe_site(user_site(3))}\n"
+        f"    {describe_site(user_site())}\n"
         "and numpy does not implement it in Python that mutagrad could trace through.\n"
         "Fixes:\n"
         f"  - register a rule:  mutagrad.defvjp({name}, vjp_for_arg0, ..., reads=...)\n"
@@ -734,7 +781,7 @@ def missing_rule_message(name: str) -> str:
 def conversion_message(operation: str) -> str:
     return (
         f"a traced array was converted to a raw value by {operation} at\n"
-        f"    {describe_site(user_site(3))}\n"
+        f"    {describe_site(user_site())}\n"
         "Its gradient would be lost, so mutagrad refuses. This also happens when a traced value\n"
         "is stored into a raw ndarray (out = np.zeros(3); out[0] = x[0]) or passed to code that\n"
         "calls np.asarray on it.\n"
@@ -776,4 +823,5 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
 
 # The rule modules import this module, so they are bound after the class exists.
 from mutagrad.rules import indexing as _indexing  # noqa: E402
+from mutagrad.rules import inplace as _inplace  # noqa: E402
 from mutagrad.rules import shape as _shape_rules  # noqa: E402

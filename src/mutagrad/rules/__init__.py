@@ -62,7 +62,9 @@ def nondifferentiable(*things: Any) -> None:
 # Importing the modules registers their rules.
 from mutagrad.rules import (  # noqa: E402, F401
     creation,
+    cumulative,
     indexing,
+    inplace,
     linalg,
     nondiff,
     reductions,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.wrapped import apply
+from mutagrad.core.wrapped import UFUNC_RULES, apply, unwrap, wrap_constant
 from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
 
 LOG2 = np.log(2.0)
@@ -169,8 +169,16 @@ def _clip_vjp(g, ans, x, lo, hi):
 
 
 def _clip_bound_vjp(g, ans, x, lo, hi, low):
-    bound = lo if low else hi
-    hit = (x < bound) if low else (x > bound)
+    # Where a_min > a_max numpy returns a_max whatever x is (as documented), so
+    # there a_max gets the whole cotangent and a_min none: each vjp reads both bounds.
+    if low:
+        hit = x < lo
+        if hi is not None:
+            hit = hit & (lo <= hi)
+    else:
+        hit = x > hi
+        if lo is not None:
+            hit = hit | (lo > hi)
     return np.where(hit, g, 0.0)
 
 
@@ -182,7 +190,7 @@ CLIP = VjpRule(
         lambda g, ans, x, lo, hi: _clip_bound_vjp(g, ans, x, lo, hi, True),
         lambda g, ans, x, lo, hi: _clip_bound_vjp(g, ans, x, lo, hi, False),
     ),
-    ((0, 1, 2), (0, 1), (0, 2)),
+    ((0, 1, 2), (0, 1, 2), (0, 1, 2)),
     params=False,
 )
 
@@ -195,3 +203,42 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     return assign_out(apply(CLIP, (a, lo, hi), kwargs or None), out, "np.clip")
+
+
+# -- ufuncs with several outputs -------------------------------------------------------
+
+
+class MultipleOutputs:
+    """A ufunc with several outputs: computed once, each output recorded with its own rule.
+
+    ``rules[i]`` is the rule of output ``i`` (``None`` when it carries no derivative).
+    """
+
+    def __init__(self, ufunc: np.ufunc, rules: tuple[VjpRule | None, ...]):
+        self.ufunc = ufunc
+        self.rules = rules
+        self.name = ufunc.__name__
+
+    def call(self, args, kwargs):
+        outputs = self.ufunc(*unwrap(args), **(kwargs or {}))
+        return tuple(
+            wrap_constant(out, args, unwrap(args)) if rule is None else apply(rule, args, None, out)
+            for rule, out in zip(self.rules, outputs)
+        )
+
+
+def _register_outputs(ufunc, *rules):
+    UFUNC_RULES[ufunc] = MultipleOutputs(ufunc, rules)
+
+
+_register_outputs(np.modf, VjpRule("modf", np.modf, (lambda g, ans, x: g,), ((),)), None)
+_register_outputs(
+    np.divmod,
+    None,
+    VjpRule("divmod", np.divmod, UFUNC_RULES[np.remainder].vjps, UFUNC_RULES[np.remainder].reads),
+)
+_register_outputs(
+    np.frexp,
+    VjpRule("frexp", np.frexp, (lambda g, ans, x: np.ldexp(g, -np.frexp(x)[1]),), ((0,),)),
+    None,
+)

@@ -1,0 +1,202 @@
+"""numpy's in-place functions on WrappedArrays: put, place, putmask, fill_diagonal,
+put_along_axis, ``ufunc.at``, in-place sort.
+
+Each becomes writes the tape understands. Where numpy writes through flat
+positions and cycles its values (``np.put``, ``np.place``, ``np.putmask``,
+``np.fill_diagonal``), the positions and which value lands where are found by
+running the very same numpy call on a probe array of value numbers; the write
+is then an advanced-index assignment of the selected (traced) values, whose
+gradient every path already handles. ``np.add.at``/``np.subtract.at`` are
+recorded with their own rule; other ``ufunc.at`` on traced arrays are refused
+with an error naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.mutation import assign, write_in_place
+from mutagrad.core.regions import FANCY_INDEX, gather
+from mutagrad.core.wrapped import (
+    WrappedArray,
+    WrappedValue,
+    any_active,
+    conversion_message,
+    unwrap,
+)
+from mutagrad.errors import NotDifferentiableError, TracerConversionError
+from mutagrad.rules import VjpRule, implements
+from mutagrad.rules.indexing import normalize_index
+
+
+def _raw_target(name: str, a: Any, values: Any) -> bool:
+    """True when ``a`` is a raw ndarray: numpy may write it, unless the values are traced."""
+    if isinstance(a, WrappedArray):
+        return False
+    if any_active((values,)):
+        raise TracerConversionError(conversion_message(f"{name} into a raw ndarray"))
+    return True
+
+
+def _cycled(values: Any, numbers: np.ndarray) -> Any:
+    """``values.flat[numbers % values.size]``, traced when ``values`` is."""
+    if isinstance(values, WrappedValue):
+        flat = np.ravel(values)
+        return flat[numbers % max(flat.size, 1)]
+    flat = np.ravel(np.asarray(values))
+    return flat[numbers % max(flat.size, 1)]
+
+
+def _assign_flat(name: str, a: WrappedArray, probe: np.ndarray, values: Any) -> None:
+    """Write ``values`` where numpy's probe run put value numbers (``-1``: untouched)."""
+    positions = np.flatnonzero(probe >= 0)
+    if positions.size == 0:
+        return
+    key = np.unravel_index(positions, a.shape)
+    assign(a, key, _cycled(values, probe.ravel()[positions]), name)
+
+
+def _value_count(values: Any) -> int:
+    return int(np.size(unwrap(values)))
+
+
+@implements(np.put)
+def put(a, ind, v, mode="raise"):
+    if _raw_target("np.put", a, v):
+        return np.put(a, unwrap(ind), unwrap(v), mode=mode)
+    indices = np.asarray(unwrap(ind))
+    probe = np.full(a.shape, -1, dtype=np.intp)
+    # Values cycle over the indices, not over the array: number them by index position.
+    np.put(probe, indices, np.arange(indices.size), mode=mode)
+    _assign_flat("np.put", a, probe, v)
+    return None
+
+
+@implements(np.place)
+def place(arr, mask, vals):
+    if _raw_target("np.place", arr, vals):
+        return np.place(arr, unwrap(mask), unwrap(vals))
+    mask = np.asarray(unwrap(mask), dtype=bool)
+    probe = np.full(arr.shape, -1, dtype=np.intp)
+    count = int(mask.sum())
+    if count and _value_count(vals) == 0:
+        raise ValueError("Cannot insert from an empty array!")
+    probe[mask] = np.arange(count)
+    _assign_flat("np.place", arr, probe, vals)
+    return None
+
+
+@implements(np.putmask)
+def putmask(a, mask, values):
+    if _raw_target("np.putmask", a, values):
+        return np.putmask(a, unwrap(mask), unwrap(values))
+    mask = np.broadcast_to(np.asarray(unwrap(mask), dtype=bool), a.shape)
+    probe = np.full(a.shape, -1, dtype=np.intp)
+    # Values cycle over the whole array's flat positions.
+    np.putmask(probe, mask, np.arange(a.size).reshape(a.shape))
+    _assign_flat("np.putmask", a, probe, values)
+    return None
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    if _raw_target("np.fill_diagonal", a, val):
+        return np.fill_diagonal(a, unwrap(val), wrap=wrap)
+    probe = np.full(a.shape, -1, dtype=np.intp)
+    np.fill_diagonal(probe, np.iinfo(np.intp).max, wrap=wrap)  # numpy validates the shape
+    positions = np.flatnonzero(probe.ravel() == np.iinfo(np.intp).max)
+    probe.ravel()[positions] = np.arange(positions.size)
+    _assign_flat("np.fill_diagonal", a, probe, val)
+    return None
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    if _raw_target("np.put_along_axis", arr, values):
+        return np.put_along_axis(arr, unwrap(indices), unwrap(values), axis)
+    if axis is None:
+        indices = np.asarray(unwrap(indices))
+        if indices.ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        assign(arr, np.unravel_index(indices, arr.shape), values, "np.put_along_axis")
+        return None
+    # numpy's implementation assigns through an advanced index: trace it.
+    return np.put_along_axis._implementation(arr, unwrap(indices), values, axis)
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    if axis is None:
+        return np.ravel(arr)[unwrap(indices)]
+    return np.take_along_axis._implementation(arr, unwrap(indices), axis)
+
+
+# -- ufunc.at -------------------------------------------------------------------------
+
+_AT_RULES = {
+    np.add: VjpRule(
+        "add.at",
+        np.add.at,
+        (
+            lambda g, ans, a, b, index: g,
+            lambda g, ans, a, b, index: gather(g, None, FANCY_INDEX, index),
+        ),
+        ((), ()),
+    ),
+    np.subtract: VjpRule(
+        "subtract.at",
+        np.subtract.at,
+        (
+            lambda g, ans, a, b, index: g,
+            lambda g, ans, a, b, index: -gather(g, None, FANCY_INDEX, index),
+        ),
+        ((), ()),
+    ),
+}
+
+
+def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
+    """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices accumulate."""
+    name = f"np.{ufunc.__name__}.at"
+    operands = (b,) if b is not None else ()
+    if _raw_target(name, a, b):
+        ufunc.at(a, unwrap(indices), *unwrap(operands))
+        return None
+    key, _ = normalize_index(indices)
+    if not isinstance(key, tuple) or any(isinstance(k, np.ndarray) for k in key):
+        key = key if isinstance(key, tuple) else (key,)
+    rule = _AT_RULES.get(ufunc)
+    if rule is None and any_active((a, *operands)):
+        raise NotDifferentiableError(
+            f"{name} on traced arrays is supported for np.add.at and np.subtract.at only; "
+            f"compute the update out of place instead (for example with {ufunc.__name__} on "
+            "gathered values, then np.add.at of the difference)"
+        )
+
+    def perform(raw: list[Any], target: np.ndarray) -> None:
+        ufunc.at(target, key, *raw[1:])
+
+    write_in_place(rule, (a, *operands), a, {"index": key}, perform, name)
+    return None
+
+
+# -- sorting ---------------------------------------------------------------------------
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    if order is not None:
+        raise NotDifferentiableError("np.sort(..., order=) (structured arrays) has no derivative")
+    if axis is None:
+        a, axis = np.ravel(a), -1
+    permutation = np.argsort(a, axis=axis, kind="stable")
+    # A gather by the sorting permutation: the same values as numpy's sort, and a
+    # pullback that reads only the permutation, so sorting in place poisons nothing.
+    return np.take_along_axis(a, permutation, axis)
+
+
+def sort_in_place(x: WrappedArray, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+    """``x.sort()``: the sorted values written back into ``x``."""
+    assign(x, Ellipsis, sort(x, axis=axis, kind=kind, order=order), "x.sort()")

@@ -1,0 +1,233 @@
+"""Every in-place path: values equal numpy's, gradients equal finite differences,
+and each path poisons a capture it overwrites (or raises an error naming itself).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import mutagrad
+import mutagrad.numpy as mnp
+from mutagrad.testing import check_gradient
+
+X = np.array([0.6, -1.1, 1.7, 0.4, -0.3, 2.2])
+
+
+def run_both(program, *args):
+    """Forward value on WrappedArrays equals numpy's; gradient equals finite differences."""
+    plain = program(*[a.copy() for a in args])
+    np.testing.assert_array_equal(mutagrad.withgradient(program, *args).val, plain)
+    check_gradient(program, *args)
+
+
+def with_put(x):
+    y = x * 1.0
+    np.put(y, [0, -1, 2], x[:2] * 3)  # values cycle: x0, x1, x0
+    return np.sum(y * y)
+
+
+def with_put_method_and_clip_mode(x):
+    y = x * 1.0
+    y.put([1, 40], x[3:5] ** 2, mode="clip")  # 40 clips to the last position
+    return np.sum(y * y)
+
+
+def with_place(x):
+    y = x * 1.0
+    np.place(y, y > 0.5, x[:2] * 2)
+    return np.sum(y * y)
+
+
+def with_putmask(x):
+    y = x * 1.0
+    np.putmask(y, x < 0.5, x[::-1] * 5)
+    return np.sum(y * y)
+
+
+def with_fill_diagonal(x):
+    m = np.outer(x[:3], x[3:])
+    np.fill_diagonal(m, x[:2])
+    return np.sum(m**2)
+
+
+def with_put_along_axis(x):
+    m = np.reshape(x * 1.0, (2, 3))
+    np.put_along_axis(m, np.array([[2], [0]]), x[:2, None] * 4, axis=1)
+    return np.sum(m * m)
+
+
+def with_take_along_axis(x):
+    m = np.reshape(x, (2, 3))
+    return np.sum(np.take_along_axis(m, np.array([[2, 2], [0, 1]]), axis=1) ** 2)
+
+
+def with_add_at(x):
+    y = x * 1.0
+    np.add.at(y, [0, 0, 3], x[:3] * 2)
+    np.subtract.at(y, [1], x[5])
+    return np.sum(y * y)
+
+
+def with_sort_in_place(x):
+    y = x * np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    y.sort()
+    return np.sum(y * np.arange(6.0))
+
+
+def with_np_sort(x):
+    m = np.reshape(x, (2, 3))
+    return np.sum(np.sort(m, axis=0) * np.arange(6.0).reshape(2, 3)) + np.sum(
+        np.sort(m, axis=None) * np.arange(6.0)
+    )
+
+
+def with_two_outputs(x):
+    frac = np.empty_like(x)
+    whole = np.empty_like(x)
+    np.modf(x * 2, out=(frac, whole))
+    q = np.empty_like(x)
+    r = np.empty_like(x)
+    np.divmod(x, 0.7, out=(q, r))
+    return np.sum(frac**2) + np.sum(r * x)
+
+
+def with_clip_out(x):
+    y = np.empty_like(x)
+    np.clip(x * 2, -1.0, 1.0, out=y)
+    return np.sum(y * x)
+
+
+def with_cumsum_out(x):
+    y = np.empty_like(x)
+    np.cumsum(x, out=y)
+    z = np.cumprod(np.reshape(x, (2, 3)), axis=1)
+    return np.sum(y * y) + np.sum(z)
+
+
+def with_matmul_out(x):
+    m = np.reshape(x, (2, 3))
+    out = mnp.zeros((2, 2))  # a raw np.zeros could not hold traced values
+    np.matmul(m, m.T, out=out)
+    return np.sum(out**2)
+
+
+def with_negative_in_place(x):
+    y = x * 1.0
+    np.negative(y, out=y)
+    np.exp(y[:3], out=y[:3])
+    return np.sum(y * x)
+
+
+PATHS = [
+    with_put,
+    with_put_method_and_clip_mode,
+    with_place,
+    with_putmask,
+    with_fill_diagonal,
+    with_put_along_axis,
+    with_take_along_axis,
+    with_add_at,
+    with_sort_in_place,
+    with_np_sort,
+    with_two_outputs,
+    with_clip_out,
+    with_cumsum_out,
+    with_matmul_out,
+    with_negative_in_place,
+]
+
+
+@pytest.mark.parametrize("program", PATHS, ids=lambda f: f.__name__)
+def test_in_place_path_matches_numpy_and_finite_differences(program):
+    run_both(program, X)
+
+
+@pytest.mark.parametrize("program", PATHS, ids=lambda f: f.__name__)
+def test_in_place_path_agrees_in_snapshot_mode(program):
+    expected = mutagrad.gradient(program, X)[0]
+    np.testing.assert_allclose(mutagrad.gradient(program, X, mode="snapshot")[0], expected)
+
+
+WRITES_AFTER_CAPTURE = {
+    "put": lambda y, x: np.put(y, [1], x[0]),
+    "place": lambda y, x: np.place(y, np.arange(6) == 2, x[0]),
+    "putmask": lambda y, x: np.putmask(y, np.arange(6) == 3, 0.0),
+    "fill_diagonal": lambda y, x: np.fill_diagonal(np.reshape(y, (2, 3)), 9.0),
+    "put_along_axis": lambda y, x: np.put_along_axis(y, np.array([4]), 1.0, axis=0),
+    "add.at": lambda y, x: np.add.at(y, [5], x[0]),
+    "sort": lambda y, x: y.sort(),
+    "clip out": lambda y, x: np.clip(y, 0, 1, out=y),
+    "cumsum out": lambda y, x: np.cumsum(y, out=y),
+    "negative out": lambda y, x: np.negative(y, out=y),
+    "modf out": lambda y, x: np.modf(y, out=(y, np.empty_like(y))),
+}
+
+
+@pytest.mark.parametrize("write", WRITES_AFTER_CAPTURE.values(), ids=WRITES_AFTER_CAPTURE.keys())
+def test_each_path_poisons_what_it_overwrites(write):
+    def program(x):
+        y = x * 1.0
+        s = np.sum(np.sin(y))  # saves y
+        write(y, x)
+        return s
+
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(program, X)
+    check_gradient(program, X, mode="snapshot")
+
+
+def test_unsupported_ufunc_at_on_traced_arrays_names_itself():
+    def program(x):
+        y = x * 1.0
+        np.multiply.at(y, [0], 2.0)
+        return np.sum(y)
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"np\.multiply\.at"):
+        mutagrad.gradient(program, X)
+
+
+def test_in_place_functions_on_constants_bump_versions_and_poison_pullbacks():
+    c = mutagrad.array(np.ones(4))
+    _, back = mutagrad.pullback(lambda x: x * c, np.ones(4))
+    versions = [c.version]
+    np.add.at(c, [0], 1.0)
+    versions.append(c.version)
+    np.put(c, [1], 5.0)
+    versions.append(c.version)
+    np.cumsum(mutagrad.array(np.ones(4)), out=c)
+    versions.append(c.version)
+    assert versions == [0, 1, 2, 3]
+    np.testing.assert_array_equal(np.asarray(c), [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        back(np.ones(4))
+
+
+def test_unknown_in_place_function_cannot_write_behind_the_tape():
+    w = mutagrad.array(np.ones(3))
+    with pytest.raises(ValueError, match="read-only"):
+        np.random.default_rng(0).shuffle(np.asarray(w))
+    assert w.version == 0
+
+
+def test_raw_targets_still_work_and_refuse_traced_values():
+    raw = np.zeros(3)
+    np.put(raw, [0], 1.0)
+    np.add.at(raw, [1, 1], 1.0)
+    np.testing.assert_array_equal(raw, [1.0, 2.0, 0.0])
+
+    def program(x):
+        np.put(np.zeros(3), [0], x[0])
+        return np.sum(x)
+
+    with pytest.raises(mutagrad.TracerConversionError):
+        mutagrad.gradient(program, X)
+
+
+def test_copy_module_copies_are_independent():
+    a = mutagrad.array([1.0, 2.0])
+    b = copy.copy(a)
+    b[0] = 5.0
+    np.testing.assert_array_equal(np.asarray(a), [1.0, 2.0])
