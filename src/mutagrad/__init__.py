@@ -27,6 +27,7 @@ from mutagrad.api import (
     pullback,
     withgradient,
 )
+from mutagrad.buffer import Buffer
 from mutagrad.core.engine import ANS
 from mutagrad.core.tangents import NoTangent, ZeroTangent
 from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
@@ -46,6 +47,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ANS",
+    "Buffer",
     "FrozenBufferError",
     "MissingRuleError",
     "MutagradError",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     LEAF,
     MODE,
@@ -159,6 +160,7 @@ class _Call:
             STATE.reset(token)
 
     def output_node(self, out: Any, what: str) -> Node | None:
+        check_not_open_buffer(out, what)
         if not isinstance(out, WrappedValue):
             if isinstance(out, (int, float, np.number)) or (
                 isinstance(out, np.ndarray) and out.shape == ()
@@ -267,6 +269,7 @@ def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
     call = _Call(args, mode, copy_inputs=False)
     try:
         out = call.run(f)
+        check_not_open_buffer(out, "f")
         node = call.output_node(_first(out), "withgradient")
         grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
         bytes_copied = call.tape.bytes_copied
@@ -336,6 +339,7 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
     call = _Call(args, mode, copy_inputs=True)
     try:
         out = call.run(f)
+        check_not_open_buffer(out, "f")
     except BaseException:
         call.finish()
         raise

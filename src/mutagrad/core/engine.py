@@ -30,6 +30,7 @@ the outer call can differentiate it.
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -45,6 +46,7 @@ from mutagrad.core.tangents import (
     SparseCotangent,
     ZeroTangent,
     cotangent_dtype,
+    describe_part,
     has_layout,
     owned_copy,
     unbroadcast,
@@ -57,7 +59,15 @@ MODES = ("poison", "strict", "snapshot")
 class Tape:
     """Everything recorded by one outermost gradient call (and calls nested in it)."""
 
-    __slots__ = ("__weakref__", "bytes_copied", "capture_bases", "guard_bytes", "nodes", "touched")
+    __slots__ = (
+        "__weakref__",
+        "bytes_copied",
+        "capture_bases",
+        "guard_bytes",
+        "journal",
+        "nodes",
+        "touched",
+    )
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
@@ -68,6 +78,8 @@ class Tape:
         self.capture_bases: dict[int, weakref.ref] = {}
         self.bytes_copied = 0  # snapshot mode: old data copied before writes
         self.guard_bytes = 0  # raw ndarrays copied because a pullback reads them
+        # mutagrad.explain sets a list: (number of nodes so far, WriteRecord) per write.
+        self.journal: list[tuple[int, WriteRecord]] | None = None
 
     def touch(self, base: Any) -> None:
         """Remember that ``base._node`` now points into this tape."""
@@ -147,28 +159,33 @@ class WriteRecord:
     written through the base itself); both are only formatted on demand.
     """
 
-    __slots__ = ("base_shape", "key", "operation", "site", "version", "view_shape")
+    __slots__ = ("array", "base_shape", "key", "operation", "place", "site", "version")
 
     def __init__(
         self,
+        array: Any,
         operation: str,
         site: Site | None,
         version: int,
         key: Any,
-        view_shape: tuple[int, ...] | None,
-        base_shape: tuple[int, ...],
+        place: np.ndarray,
     ):
+        self.array = array  # the base WrappedArray written
         self.operation = operation
         self.site = site
         self.version = version
-        self.key = key
-        self.view_shape = view_shape
-        self.base_shape = base_shape
+        self.key = key  # the index written, for an advanced index
+        self.place = place  # the view written (the indexed array, for an advanced index)
+        self.base_shape = array._data.shape
 
     @property
     def region(self) -> str:
-        text = format_index(self.key)
-        return text if self.view_shape is None else f"{text} of a view of shape {self.view_shape}"
+        """Where in the base array the write landed, as index text."""
+        part = describe_part(self.place, self.array._data)
+        fancy = isinstance(self.key, tuple) and any(isinstance(k, np.ndarray) for k in self.key)
+        if fancy or isinstance(self.key, np.ndarray):
+            return f"{format_index(self.key)} within {part}"
+        return part
 
 
 def format_index(key: Any) -> str:
@@ -202,6 +219,7 @@ class Capture:
     __slots__ = (
         "base",
         "closure",
+        "copied_by",
         "data",
         "node",
         "poisoned_by",
@@ -221,6 +239,7 @@ class Capture:
         self.snapshot = snapshot  # copy the old data instead of poisoning
         self.closure = closure  # held by a user closure: cannot be redirected
         self.poisoned_by: WriteRecord | None = None
+        self.copied_by: WriteRecord | None = None  # the write a snapshot was taken for
 
     @property
     def valid(self) -> bool:
@@ -232,29 +251,60 @@ class Capture:
         return self.data
 
 
+_WRITE_TARGET = re.compile(
+    r"^\s*(?:[\w.]+\s*=\s*)?"  # an optional assignment of the call's result
+    r"(?:np\.\w+(?:\.at)?\(\s*)?"  # np.copyto(x, ...), np.add.at(x, ...)
+    r"([A-Za-z_]\w*)\s*(?:\[|\.\w+\(|[-+*/@%&|^]?=|\*\*=|//=|,|\))"
+)
+
+
+def _written_name(write: WriteRecord) -> str | None:
+    """The variable a write's source line writes into, when the line makes that plain."""
+    text = source_line(write.site)
+    out = re.search(r"out\s*=\s*\(?\s*([A-Za-z_]\w*)", text)
+    if out:
+        return out.group(1)
+    match = _WRITE_TARGET.match(text)
+    return match.group(1) if match and match.group(1) != "np" else None
+
+
 def poison_message(capture: Capture) -> str:
     write = capture.poisoned_by
     assert write is not None
     node = capture.node
-    what = f"the value {node.rule.name} saved for its pullback"
+    base = capture.base
+    saved = describe_part(capture.region, base._data) if capture.region is not None else ""
     lines = [
-        f"{what} was overwritten in place before the backward pass read it.",
+        f"the value {node.rule.name} saved for its pullback was overwritten in place before "
+        "the backward pass read it.",
         "",
-        f"  captured by {node.rule.name} at version {capture.version}:",
+        f"  captured by {node.rule.name} at version {capture.version}"
+        + (f": {saved} of an array of shape {base._data.shape}" if saved else "")
+        + ",",
         format_site(node.site),
-        f"  overwritten by {write.operation} (region {write.region} of an array of shape "
-        f"{write.base_shape}), making version {write.version}:",
+        f"  overwritten by {write.operation} at {write.region} of that array, making version "
+        f"{write.version}:",
         format_site(write.site),
-        "",
-        "Fixes:",
-        "  - copy before mutating: write into x.copy() (or np.copy(x)) instead of x,",
-        "    or take a copy of what you keep, e.g. `saved = x.copy()` before the write;",
-        '  - or run with mode="snapshot", which copies the old data only where a pullback',
-        "    still needs it (its cost shows in withgradient(...).bytes_copied).",
     ]
     capture_text, write_text = source_line(node.site), source_line(write.site)
     if capture_text and write_text:
         lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
+    name = _written_name(write)
+    line = write.site[1] if write.site is not None else None
+    if name and line is not None:
+        fix = (
+            f"insert `{name} = {name}.copy()` just before line {line}, so the write goes to a copy"
+        )
+    else:
+        fix = "copy the array before the write, so the write goes to a copy"
+    lines += [
+        "",
+        "Smallest fix:",
+        f"  - {fix}",
+        f"    and the {capture.data.nbytes} bytes {node.rule.name} saved keep their value;",
+        '  - or run with mode="snapshot", which makes exactly that copy, only where a pullback',
+        "    still needs it (its cost shows in withgradient(...).bytes_copied).",
+    ]
     return "\n".join(lines)
 
 
@@ -533,7 +583,9 @@ def record(
     saved: list[Any] = []
     for i, r in enumerate(raw):
         if need[i]:
-            saved.append(save_value(r, args[i], node, snapshot))
+            # x * x reads one array twice: save it once.
+            twin = next((saved[j] for j in range(i) if need[j] and raw[j] is r), None)
+            saved.append(twin if twin is not None else save_value(r, args[i], node, snapshot))
         elif type(r) is np.ndarray:
             saved.append(Meta(r.shape, r.dtype))
         else:

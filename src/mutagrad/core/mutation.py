@@ -44,6 +44,7 @@ from mutagrad.core.wrapped import (
     FROZEN,
     NONDIFFERENTIABLE,
     READONLY,
+    THAWED,
     UFUNC_RULES,
     WrappedArray,
     WrappedValue,
@@ -101,7 +102,8 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
                 "ignore_derivatives or a dtype-changing x.view()); write to the original array"
             )
     flags = base._flags
-    if flags & FROZEN:
+    thawed = w._flags & THAWED
+    if flags & FROZEN and not thawed:
         raise FrozenBufferError(
             f"{operation} on a Buffer after buffer.copy() froze it, at\n"
             f"{format_site(user_site())}\n"
@@ -109,7 +111,7 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
             "cannot change afterwards. Write everything before calling copy(), or start a\n"
             "new Buffer."
         )
-    if trace is not None and trace.mode == "strict" and not flags & BUFFER:
+    if trace is not None and trace.mode == "strict" and (thawed or not flags & BUFFER):
         raise MutationError(strict_message(operation, w, user_site()))
     if not w._data.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
@@ -188,6 +190,7 @@ def _snapshot(c: Capture, write: WriteRecord, own: Node | None) -> None:
         )
     c.data = c.data.copy()
     c.region = None
+    c.copied_by = write
     if c.node is not own:
         c.tape.bytes_copied += c.data.nbytes
 
@@ -255,9 +258,13 @@ def commit(
 # The write paths.
 
 
-def _write_record(w: WrappedValue, base: WrappedValue, operation: str, key: Any) -> WriteRecord:
-    view_shape = None if w._base is None else w._data.shape
-    return WriteRecord(operation, user_site(), base._version + 1, key, view_shape, base._data.shape)
+def _write_record(
+    base: WrappedValue, operation: str, key: Any, place: np.ndarray, trace: Trace | None
+) -> WriteRecord:
+    record = WriteRecord(base, operation, user_site(), base._version + 1, key, place)
+    if trace is not None and trace.tape.journal is not None:
+        trace.tape.journal.append((len(trace.tape.nodes), record))
+    return record
 
 
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
@@ -300,7 +307,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         kind, place, index_out = FANCY_INDEX, data, key
         if value_node is not None:
             winners = _winners(data, key)
-    write = _write_record(w, base, operation, key)
+    write = _write_record(base, operation, key, place, trace)
     invalidate(base, place, write, None)
     if mask is None:
         data[key] = raw_value
@@ -358,7 +365,7 @@ def write_in_place(
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None
         node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)
-    invalidate(base, target, _write_record(out, base, operation, Ellipsis), node)
+    invalidate(base, target, _write_record(base, operation, Ellipsis, target, trace), node)
     perform(raw, target)
     base._version += 1
     if trace is not None:

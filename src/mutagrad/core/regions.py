@@ -163,8 +163,9 @@ def zero_at(g: Any, region: Region | None, kind: int, index: Any) -> Any:
 class ViewReadRule(Rule):
     """The value of a view at the base's current version.
 
-    ``node.saved`` holds the view's and the base's raw arrays; only their
-    addresses are used (to compute the :class:`Region`), never their data.
+    ``node.saved`` holds the view's and the base's raw arrays and the base's
+    version when read; only the arrays' addresses are used (to compute the
+    :class:`Region`), never their data.
     """
 
     __slots__ = ()
@@ -172,7 +173,7 @@ class ViewReadRule(Rule):
     def region(self, node: Node) -> Region:
         kwargs = node.kwargs
         if kwargs is None:
-            view, base = node.saved
+            view, base, _ = node.saved
             kwargs = node.kwargs = {"region": Region(view, base)}
         return kwargs["region"]
 

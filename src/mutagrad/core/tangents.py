@@ -161,6 +161,53 @@ class Region:
         return self.view_of(np.arange(size, dtype=np.intp))
 
 
+def describe_part(view: np.ndarray, base: np.ndarray) -> str:
+    """Which part of ``base`` the numpy view ``view`` is, as index text (``[1, :]``).
+
+    Exact for views that are boxes of a C-ordered base (slices, rows,
+    columns, steps); other views are described by shape and offset.
+    """
+    whole = view.shape == base.shape and view.strides == base.strides and view.size
+    if whole and _address(view) == _address(base):
+        return "[...] (the whole array)"
+    try:
+        region = Region(view, base)
+    except Exception:  # a dtype-changing view: no element region
+        return f"a view of shape {view.shape}"
+    fallback = f"a view of shape {view.shape} starting at flat element {region.offset}"
+    if region.layout is not None or region.overlapping or region.offset >= max(base.size, 1):
+        return fallback
+    shape = base.shape
+    unit = [int(np.prod(shape[b + 1 :], dtype=np.int64)) for b in range(len(shape))]
+    start = [int(i) for i in np.unravel_index(region.offset, shape)] if shape else []
+    parts: list[Any] = list(start)
+    for n, stride in zip(region.shape, region.strides):
+        if n <= 1:
+            continue
+        for b in range(len(shape)):
+            if isinstance(parts[b], slice) or stride % unit[b]:
+                continue
+            step = stride // unit[b]
+            last = start[b] + step * (n - 1)
+            if 0 <= last < shape[b]:
+                stop = last + (1 if step > 0 else -1)
+                parts[b] = slice(start[b], None if stop < 0 else stop, step)
+                break
+        else:
+            return fallback
+    return "[" + ", ".join(_slice_text(p, shape[b]) for b, p in enumerate(parts)) + "]"
+
+
+def _slice_text(part: Any, length: int) -> str:
+    if not isinstance(part, slice):
+        return str(part)
+    start, stop, step = part.start, part.stop, part.step
+    if step == 1 and start == 0 and stop == length:
+        return ":"
+    text = f"{'' if start == 0 and step > 0 else start}:{'' if stop is None else stop}"
+    return text if step == 1 else f"{text}:{step}"
+
+
 Layout = tuple[int, ...] | None  # axes from slowest to fastest in memory; None: C order
 
 

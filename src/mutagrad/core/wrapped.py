@@ -35,13 +35,15 @@ from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConv
 # write), BUFFER (a mutagrad.Buffer: writable even in strict mode), FROZEN (a
 # Buffer after .copy()). On any WrappedArray: READONLY (a value handed to a
 # traced pullback), PINNED (a view whose node is fixed, not read from its base),
-# DETACHED (ignore_derivatives: reads carry no gradient).
+# DETACHED (ignore_derivatives: reads carry no gradient), THAWED (the array
+# buf.copy() returned, and its views: ordinary arrays over a frozen Buffer).
 BORROWED = 1
 BUFFER = 2
 FROZEN = 4
 READONLY = 8
 PINNED = 16
 DETACHED = 32
+THAWED = 64
 
 # Rules, filled in by mutagrad.rules: ufunc (or (ufunc, method)) -> VjpRule;
 # numpy function -> adapter with numpy's signature; functions without derivative.
@@ -557,7 +559,7 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
         return n
     data = w._data
     n = Node(VIEW_READ, (bn,), tape, bn.tag, data.shape, data.dtype, user_site(2))
-    n.saved = (data, base._data)
+    n.saved = (data, base._data, base._version)
     tape.nodes.append(n)
     w._node = n
     w._version = base._version
@@ -597,8 +599,8 @@ def make_view(parent: WrappedArray, data: np.ndarray) -> WrappedArray:
     base = parent._base if parent._base is not None else parent
     v = WrappedArray(data)
     v._base = base
-    if parent._flags & DETACHED:
-        v._flags = DETACHED
+    if parent._flags & (DETACHED | THAWED):
+        v._flags = parent._flags & (DETACHED | THAWED)
     if base._flags & BORROWED:
         assert base._views is not None
         base._views.append(v)
