@@ -204,7 +204,8 @@ def _slice_text(part: Any, length: int) -> str:
     start, stop, step = part.start, part.stop, part.step
     if step == 1 and start == 0 and stop == length:
         return ":"
-    text = f"{'' if start == 0 and step > 0 else start}:{'' if stop is None else stop}"
+    open_stop = stop is None or (step > 0 and stop == length)
+    text = f"{'' if start == 0 and step > 0 else start}:{'' if open_stop else stop}"
     return text if step == 1 else f"{text}:{step}"
 
 
