@@ -331,3 +331,26 @@ def test_versions_count_writes_on_base_and_views():
     a[0] = 2.0
     assert a.version == v.version == 2
     np.testing.assert_array_equal(np.asarray(a), [2.0, 1.0, 1.0, 0.0])
+
+
+def test_snapshot_mode_cannot_redirect_a_closure_rule_and_says_how_to_fix_it():
+    @mutagrad.primitive
+    def scaled(x):
+        return 3 * x
+
+    @mutagrad.rrule(scaled)
+    def scaled_rule(x):
+        return scaled(x), lambda dy: (dy * 3 + 0 * x,)
+
+    def f(x):
+        y = x * 1.0
+        z = scaled(y)
+        y[0] = 9.0
+        return np.sum(z)
+
+    with pytest.raises(mutagrad.SnapshotUnavailableError) as info:
+        mutagrad.gradient(f, np.ones(2), mode="snapshot")
+    assert "mutagrad.defvjp" in str(info.value) and "reads=" in str(info.value)
+
+    mutagrad.defvjp(scaled, lambda g, ans, x: 3 * g, reads=((),))  # declared: nothing saved
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(2), mode="snapshot")[0], [3, 3])
