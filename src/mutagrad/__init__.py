@@ -42,12 +42,14 @@ from mutagrad.errors import (
     SnapshotUnavailableError,
     TracerConversionError,
 )
+from mutagrad.explain import Explanation, explain
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ANS",
     "Buffer",
+    "Explanation",
     "FrozenBufferError",
     "MissingRuleError",
     "MutagradError",
@@ -66,6 +68,7 @@ __all__ = [
     "array",
     "asarray",
     "defvjp",
+    "explain",
     "gradient",
     "ignore_derivatives",
     "is_traced",

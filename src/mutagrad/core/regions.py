@@ -163,9 +163,9 @@ def zero_at(g: Any, region: Region | None, kind: int, index: Any) -> Any:
 class ViewReadRule(Rule):
     """The value of a view at the base's current version.
 
-    ``node.saved`` holds the view's and the base's raw arrays and the base's
-    version when read; only the arrays' addresses are used (to compute the
-    :class:`Region`), never their data.
+    ``node.saved`` holds the view's and the base's raw arrays, the base's
+    version when read and the base itself (for ``explain``); only the arrays'
+    addresses are used (to compute the :class:`Region`), never their data.
     """
 
     __slots__ = ()
@@ -173,7 +173,7 @@ class ViewReadRule(Rule):
     def region(self, node: Node) -> Region:
         kwargs = node.kwargs
         if kwargs is None:
-            view, base, _ = node.saved
+            view, base = node.saved[:2]
             kwargs = node.kwargs = {"region": Region(view, base)}
         return kwargs["region"]
 

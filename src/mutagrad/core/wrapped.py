@@ -559,7 +559,7 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
         return n
     data = w._data
     n = Node(VIEW_READ, (bn,), tape, bn.tag, data.shape, data.dtype, user_site(2))
-    n.saved = (data, base._data, base._version)
+    n.saved = (data, base._data, base._version, base)
     tape.nodes.append(n)
     w._node = n
     w._version = base._version

@@ -1,0 +1,196 @@
+"""``mutagrad.explain(f, *args)``: the recorded tape of one call, in words.
+
+It runs ``f`` as ``gradient`` would and lists every recorded operation with
+its source line; the array versions it read and saved; every in-place write
+(the version it made and the region it covered); which saved values were
+poisoned, by which write, or copied by snapshot mode. It then runs the
+backward pass and says whether it produced a gradient or which saved value
+made it raise. PyTorch's anomaly mode shows where a value was saved; this
+also shows where it was overwritten.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import attrs
+import numpy as np
+
+from mutagrad.api import _Call, _first, _seed
+from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord
+from mutagrad.core.regions import VIEW_READ, WRITE
+from mutagrad.core.sites import describe_site, source_line
+from mutagrad.core.tangents import describe_part
+from mutagrad.core.trees import flatten
+from mutagrad.core.wrapped import WrappedValue
+from mutagrad.errors import MutagradError
+
+
+@attrs.frozen
+class Operation:
+    """One recorded operation."""
+
+    index: int
+    name: str
+    site: str
+    source: str
+    details: tuple[str, ...]
+    """Versions read and saved, writes, poisonings, snapshots: one line each."""
+
+
+@attrs.frozen
+class Explanation:
+    """The tape of one call and what its backward pass did."""
+
+    mode: str
+    operations: tuple[Operation, ...]
+    outcome: str
+    gradient: tuple[Any, ...] | None = attrs.field(eq=False)
+    error: BaseException | None = attrs.field(eq=False)
+
+    def __str__(self) -> str:
+        lines = [f"mutagrad.explain: {len(self.operations)} operations, mode {self.mode!r}"]
+        for op in self.operations:
+            where = f"  {op.site}" if op.site else ""
+            source = f"  `{op.source}`" if op.source else ""
+            lines.append(f"#{op.index:<3} {op.name:<18}{where}{source}")
+            lines.extend(f"       {detail}" for detail in op.details)
+        lines.append(f"backward pass: {self.outcome}")
+        return "\n".join(lines)
+
+
+class _Labels:
+    """Short names for the arrays involved: arguments by position, others a1, a2, ..."""
+
+    def __init__(self, call: _Call):
+        self.names: dict[int, str] = {}
+        self.inputs = {id(node): i for i, node in enumerate(call.inputs) if node is not None}
+        leaves, _ = flatten(call.args)
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, WrappedValue):
+                self.names[id(leaf)] = f"arg{i}"
+
+    def array(self, base: Any) -> str:
+        key = id(base)
+        if key not in self.names:
+            others = sum(not name.startswith("arg") for name in self.names.values())
+            self.names[key] = f"a{others + 1}"
+        return self.names[key]
+
+
+def _capture_details(capture: Capture, labels: _Labels) -> list[str]:
+    base = capture.base
+    region = capture.region if capture.region is not None else capture.data
+    part = describe_part(region, base._data) if capture.region is not None else "(copied)"
+    text = f"saves {labels.array(base)} {part} at version {capture.version}"
+    lines = [text]
+    if capture.poisoned_by is not None:
+        w = capture.poisoned_by
+        lines.append(
+            f"  POISONED by {w.operation} at {describe_site(w.site)} (making version {w.version})"
+        )
+    if capture.copied_by is not None:
+        w = capture.copied_by
+        lines.append(
+            f"  snapshot: {capture.data.nbytes} bytes copied before {w.operation} at "
+            f"{describe_site(w.site)}"
+        )
+    return lines
+
+
+def _write_details(write: WriteRecord, labels: _Labels) -> str:
+    return (
+        f"writes {labels.array(write.array)} {write.region}: version {write.version - 1} -> "
+        f"{write.version}"
+    )
+
+
+def _describe(node: Node, index: int, labels: _Labels, writes: list[WriteRecord]) -> Operation:
+    rule = node.rule
+    details: list[str] = []
+    if rule.leaf or id(node) in labels.inputs:
+        name = f"input (argument {labels.inputs.get(id(node), '?')})"
+    elif rule is VIEW_READ:
+        view, base_data, version, base = node.saved
+        name = "read view"
+        details.append(
+            f"reads {labels.array(base)} {describe_part(view, base_data)} at version {version}"
+        )
+    elif rule is WRITE:
+        name = "write"
+    else:
+        name = rule.name
+    seen: list[Any] = []
+    for saved in () if rule is VIEW_READ else node.saved:
+        if any(saved is other for other in seen):
+            continue  # one array read twice (x * x) is saved once
+        seen.append(saved)
+        if type(saved) is Capture:
+            details.extend(_capture_details(saved, labels))
+        elif type(saved) is np.ndarray:
+            details.append(f"keeps a private copy of a raw ndarray ({saved.nbytes} bytes)")
+    for write in writes:
+        if rule is WRITE:
+            name = f"write: {write.operation}"
+        details.append(_write_details(write, labels))
+    if isinstance(rule, VjpRule) and not details and rule.reads and any(rule.reads):
+        details.append("saves nothing (its inputs need no gradient, or are scalars)")
+    return Operation(index, name, describe_site(node.site) if node.site else "",
+                     source_line(node.site), tuple(details))  # fmt: skip
+
+
+def explain(
+    f: Callable[..., Any],
+    *args: Any,
+    mode: str | None = None,
+    file: TextIO | None = sys.stdout,
+) -> Explanation:
+    """Run ``f(*args)`` on the tape, print what was recorded and return it.
+
+    Pass ``file=None`` to only return the :class:`Explanation`.
+    """
+    if STATE.get() is not None:
+        raise MutagradError("explain cannot run inside a gradient call")
+    call = _Call(args, mode, copy_inputs=False)
+    call.tape.journal = []
+    gradient = None
+    error: BaseException | None = None
+    try:
+        try:
+            out = call.run(f)
+            node = call.output_node(_first(out), "explain")
+            bk = call.sweep(node, _seed(node) if node is not None else None)
+            gradient = tuple(call.gradients(bk))
+            outcome = (
+                "gradient computed" if node is not None else "output does not depend on the input"
+            )
+        except MutagradError as caught:
+            error = caught
+            outcome = f"raises {type(caught).__name__}: {str(caught).splitlines()[0]}"
+        operations = _operations(call)
+    finally:
+        call.finish()
+    explanation = Explanation(call.trace.mode, operations, outcome, gradient, error)
+    if file is not None:
+        print(explanation, file=file)
+    return explanation
+
+
+def _operations(call: _Call) -> tuple[Operation, ...]:
+    tape = call.tape
+    labels = _Labels(call)
+    writes: dict[int, list[WriteRecord]] = {}
+    for count, record in tape.journal or ():
+        # A write recorded as its own node follows the journal entry; an in-place
+        # operation's node was recorded just before its write.
+        at = count if count < len(tape.nodes) and tape.nodes[count].rule is WRITE else count - 1
+        writes.setdefault(at, []).append(record)
+    nodes = tape.nodes[call.start :]
+    return tuple(
+        _describe(node, k, labels, writes.get(call.start + k, [])) for k, node in enumerate(nodes)
+    )
+
+
+__all__ = ["Explanation", "Operation", "explain"]
