@@ -3,7 +3,9 @@
 :func:`numerical_gradient` computes central finite differences on plain
 ndarrays (the function runs unchanged on them); :func:`check_gradient`
 compares reverse mode with it and raises ``AssertionError`` with a readable
-report (argument, worst element, both values) when they differ.
+report (argument, worst element, both values) when they differ. With
+``order=2`` it also differentiates the gradient itself (reverse over reverse)
+along random directions and compares with finite differences of the gradient.
 """
 
 from __future__ import annotations
@@ -109,8 +111,10 @@ def check_gradient(
     Returns the gradient. Raises ``AssertionError`` naming the argument, its
     worst element and both values when they differ.
     """
+    if order == 2:
+        return _check_second_order(f, args, mode, atol, rtol, eps)
     if order != 1:
-        raise NotImplementedError("check_gradient supports order=1 only for now")
+        raise ValueError("check_gradient supports order=1 and order=2")
     grads = withgradient(f, *[_fresh(a) for a in args], mode=mode).grad
     reference = numerical_gradient(f, *args, eps=eps)
     problems = []
@@ -130,3 +134,42 @@ def check_gradient(
     if problems:
         raise AssertionError("\n".join(problems))
     return tuple(grads)
+
+
+def _check_second_order(
+    f: Callable[..., Any], args: tuple[Any, ...], mode: str | None, atol: float, rtol: float,
+    eps: float,
+) -> tuple[Any, ...]:  # fmt: skip
+    """Hessian-vector products by reverse over reverse, against differences of gradients."""
+    grads = check_gradient(f, *args, mode=mode, atol=atol, rtol=rtol, eps=eps)
+    rng = np.random.default_rng(0)
+    base = [_fresh(a) for a in args]
+    for k, x in enumerate(base):
+        if not _differentiable(x) or grads[k] is None:
+            continue
+        v = rng.standard_normal(np.shape(x))
+
+        def directional(*a: Any, k: int = k, v: Any = v) -> Any:
+            inner = withgradient(f, *a, mode=mode).grad[k]
+            return np.sum(inner * v) if inner is not None else 0.0
+
+        hvp = withgradient(directional, *[_fresh(a) for a in base], mode=mode).grad
+        for j, y in enumerate(base):
+            if not _differentiable(y):
+                continue
+            step = float(eps**0.5)  # differences of gradients: a larger step, O(h^2) error
+            shifted = []
+            for sign in (1.0, -1.0):
+                point = [_fresh(a) for a in base]
+                point[k] = np.asarray(point[k], dtype=np.float64) + sign * step * v
+                if np.ndim(x) == 0:
+                    point[k] = float(point[k])
+                g = withgradient(f, *point, mode=mode).grad[j]
+                shifted.append(np.zeros(np.shape(y)) if g is None else np.asarray(g, float))
+            want = (shifted[0] - shifted[1]) / (2 * step)
+            got = np.zeros(np.shape(y)) if hvp[j] is None else np.asarray(hvp[j], dtype=float)
+            if not np.allclose(got, want, atol=10 * atol, rtol=10 * rtol):
+                raise AssertionError(
+                    f"second order, direction on argument {k}: " + _report(j, got, want)
+                )
+    return grads
