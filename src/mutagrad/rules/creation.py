@@ -47,7 +47,13 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     data = unwrap(a)
     shape = data.shape if shape is None else shape
     dtype = data.dtype if dtype is None else dtype
-    if isinstance(fill_value, WrappedValue) and any_active((fill_value,)):
+    # An integer or boolean result carries no derivative (as in astype): with
+    # such a dtype, a traced fill value gives a constant, not a FULL node.
+    if (
+        isinstance(fill_value, WrappedValue)
+        and any_active((fill_value,))
+        and np.dtype(dtype).kind in "fc"
+    ):
         return apply(FULL, (fill_value, shape), {"dtype": dtype})
     return wrap_constant(np.full_like(data, unwrap(fill_value), dtype=dtype, order=order,
                                       shape=shape))  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import apply
+from mutagrad.core.wrapped import apply, unwrap
 from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
 
 _NoValue = np._NoValue
@@ -61,16 +61,23 @@ def _prod_of_others(x, axis):
     return np.transpose(others, np.argsort(kept + list(axes)))
 
 
-def _prod_vjp(g, ans, x, axis=None, keepdims=False, **_):
+def _prod_vjp(g, ans, x, axis=None, keepdims=False, initial=_NoValue, **_):
     g = expand(g, x.shape, axis, keepdims)
     if not np.any(x == 0):
         return g * expand(ans, x.shape, axis, keepdims) / x
-    return g * _prod_of_others(x, axis)
+    others = _prod_of_others(x, axis)
+    if initial is not _NoValue and initial is not None:
+        # numpy multiplies initial= into every product; ans / x above includes
+        # it already, the product of the other elements does not.
+        others = others * initial
+    return g * others
 
 
 def _extremum_vjp(g, ans, x, axis=None, keepdims=False, **_):
     hit = x == expand(ans, x.shape, axis, keepdims)
-    count = np.sum(hit, axis=axis, keepdims=True)
+    # With initial=, a group may have no element equal to the result (the
+    # initial value won): its count is 0 and its gradient is 0, not 0/0 = nan.
+    count = np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
     return expand(g, x.shape, axis, keepdims) * hit / count
 
 
@@ -89,7 +96,13 @@ MIN = VjpRule("min", _call(np.min), (_extremum_vjp,), ((0, ANS),))
 
 
 def _options(**kwargs):
-    return {k: v for k, v in kwargs.items() if v is not _NoValue and v is not None}
+    options = {k: v for k, v in kwargs.items() if v is not _NoValue and v is not None}
+    if "where" in options:
+        # A mask carries no derivative and must reach numpy raw: a traced one
+        # (where=x > 0) would send numpy's own reduction back into
+        # WrappedArray.__array_ufunc__, which calls this rule again, forever.
+        options["where"] = unwrap(options["where"])
+    return options
 
 
 @implements(np.sum)
@@ -148,6 +161,10 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_No
         mean=_NoValue, correction=_NoValue):  # fmt: skip
     variance = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
                    mean=mean, correction=correction)  # fmt: skip
+    if _count(np.shape(a), axis) == 1 and np.all(variance == 0):
+        # Groups of one element: the variance is identically 0 (with zero
+        # gradient), and so is the std. sqrt's vjp would give 0 * inf = nan.
+        return assign_out(variance, out, "np.std")
     return assign_out(np.sqrt(variance), out, "np.std")
 
 

@@ -40,6 +40,10 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
     copy_rule = None
     if copy_vjp is not None:
         copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),))
+    # A scalar (a WrappedScalar, or a 0-d array that np.flip turns into a
+    # numpy scalar) has no memory to view: numpy copies its one value into
+    # every element of the result, so its cotangent is the sum of g.
+    scalar_rule = VjpRule(name, numpy_function, (lambda g, ans, x, *a, **k: np.sum(g),), ((),))
 
     def adapter(a: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(a, WrappedValue):
@@ -50,21 +54,38 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
             return a
         if _is_view_of(result, a._data):
             return make_view(a, result)
-        if copy_rule is None:
-            raise AssertionError(f"np.{name} returned a copy where numpy always returns a view")
-        return apply(copy_rule, (a, *args), kwargs or None)
+        if copy_rule is not None:
+            return apply(copy_rule, (a, *args), kwargs or None)
+        if np.ndim(a._data) == 0:
+            return apply(scalar_rule, (a, *args), kwargs or None)
+        raise AssertionError(f"np.{name} returned a copy where numpy always returns a view")
 
     adapter.__name__ = name
     return adapter
 
 
-def _reshape_back(g, ans, x, *args, order="C", **kwargs):
-    return np.reshape(g, x.shape, order=order)
+def _copy_order(order: Any) -> str:
+    """The index order of a reshape or ravel that copied.
+
+    "A" means "F" only for an F-contiguous array, which always reshapes to a
+    view; so a copy was made in C order. Reading "A" again in the vjp would
+    instead follow the layout of the cotangent.
+    """
+    return "F" if str(order).upper() == "F" else "C"
+
+
+# ``order`` may be passed by position (np.reshape(x, shape, "F"), np.ravel(x, "F")),
+# so the vjps name numpy's positional parameters rather than taking it from **kwargs.
+def _reshape_back(g, ans, x, shape=None, order="C", **kwargs):
+    return np.reshape(g, x.shape, order=_copy_order(order))
+
+
+def _ravel_back(g, ans, x, order="C"):
+    return np.reshape(g, x.shape, order=_copy_order(order))
 
 
 for _fn, _vjp in (
     (np.reshape, _reshape_back),
-    (np.ravel, _reshape_back),
     (np.transpose, None),
     (np.swapaxes, None),
     (np.moveaxis, None),
@@ -79,6 +100,20 @@ for _fn, _vjp in (
     (np.real, None),
 ):
     implements(_fn)(_view_function(_fn, _fn.__name__, _vjp))
+
+_ravel = _view_function(np.ravel, "ravel", _ravel_back)
+
+
+@implements(np.ravel)
+def ravel(a, order="C"):
+    if order in ("K", "k") and isinstance(a, WrappedArray):
+        flat = np.ravel(a._data, order="K")
+        if not _is_view_of(flat, a._data):
+            # numpy copied in memory order, which no reshape order can invert.
+            # A copy with the same layout (np.copy's order "K") ravels to a view
+            # in that same order, so the gradient flows through copy + view.
+            a = np.copy(a, order="K")
+    return _ravel(a, order)
 
 
 def _at_least(ndim: int, arrays: tuple[Any, ...]) -> Any:
