@@ -417,7 +417,7 @@ class VjpRule(Rule):
 
 
 # Set by mutagrad.core.wrapped: builds a traced read-only handle on a value.
-make_traced_handle: Callable[[Any, Node | None], Any] = None  # type: ignore[assignment]
+make_traced_handle: Callable[[Any, Node | None, Any], Any] = None  # type: ignore[assignment]
 # Set by mutagrad.rules.regions: densifies a sparse cotangent with traced values.
 traced_densify: Callable[[SparseCotangent], Any] = None  # type: ignore[assignment]
 
@@ -451,11 +451,17 @@ class BackwardPass:
         return bool(node.tag & self.outer_mask) or is_traced(g)
 
     def traced(self, value: Any, node: Node | None) -> Any:
+        base = None
         if type(value) is Capture:
+            # Still the array's live memory (not a snapshot or the caller's
+            # original): the handle must be a view of that array, so that a
+            # later write to it poisons or snapshots what the enclosing level
+            # saves from the handle.
+            base = value.base if value.region is value.data else None
             value = value.read()
         if isinstance(value, Meta) or node is None:
             return value
-        return make_traced_handle(value, node)
+        return make_traced_handle(value, node, base)
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
         """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""

@@ -362,6 +362,11 @@ def write_in_place(
     target = out._data
     node = None
     need_ans = False
+    if target.dtype.kind in "biu" and any(
+        n is not None and getattr(getattr(r, "dtype", None), "kind", "") in "fc"
+        for r, n in zip(raw, nodes)
+    ):
+        rule = None  # traced floats truncated into an integer array: no derivative
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None
         node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)

@@ -28,6 +28,8 @@ _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "numpy.py"),
     os.path.join(_PACKAGE_DIR, "buffer.py"),
     os.path.join(_PACKAGE_DIR, "higher.py"),
+    os.path.join(_PACKAGE_DIR, "params.py"),
+    os.path.join(_PACKAGE_DIR, "control.py"),
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
     "<__array_function__",
 )

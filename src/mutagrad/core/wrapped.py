@@ -222,8 +222,10 @@ class WrappedValue:
             return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)
         rule = UFUNC_RULES.get(key)
+        if kwargs:
+            kwargs = unwrap(kwargs)  # a traced where= mask is just data to numpy
         if rule is not None:
-            if "where" in kwargs and any_active(inputs):
+            if method == "__call__" and "where" in kwargs and any_active(inputs):
                 raise NotDifferentiableError(
                     f"{ufunc.__name__}(..., where=...) without out= leaves unwritten elements "
                     "uninitialised; pass out= (an array to keep the other values)"
@@ -270,7 +272,7 @@ class WrappedValue:
         return np.ravel(self, order=order)
 
     def flatten(self, order: str = "C") -> WrappedArray:
-        return np.ravel(self, order=order).copy() if order != "K" else np.copy(np.ravel(self))
+        return np.ravel(self, order=order).copy()
 
     def squeeze(self, axis: Any = None) -> WrappedArray:
         return np.squeeze(self, axis=axis)
@@ -409,6 +411,22 @@ def wrap(data: Any, node: Node | None = None) -> WrappedValue:
     return WrappedArray(np.asarray(data), node)
 
 
+def _truncated(result: Any, raw: Any, nodes: Any) -> bool:
+    """An integer result computed from a traced float value: truncation, no derivative.
+
+    Integer arithmetic on traced integers keeps its gradient (integers used as
+    numbers are treated as reals, as in Zygote); ``np.sum(x, dtype=int)`` of a
+    float ``x`` does not.
+    """
+    kind = getattr(getattr(result, "dtype", None), "kind", "f")
+    if kind not in "biu":
+        return False
+    return any(
+        n is not None and getattr(getattr(r, "dtype", None), "kind", "") in "fc"
+        for r, n in zip(raw, nodes)
+    )
+
+
 def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path)."""
     trace = STATE.get()
@@ -424,7 +442,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     else:
         rb, nb = b, None
     result = pyop(ra, rb)
-    if na is None and nb is None:
+    if (na is None and nb is None) or _truncated(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -445,7 +463,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     ra = a._data
     na = node_of(a, trace.tape) if trace is not None else None
     result = pyop(ra)
-    if na is None:
+    if na is None or _truncated(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -555,7 +573,10 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
     if bn is None or bn.tape is not tape:
         return None
     n = w._node
-    if n is not None and w._version == base._version and n.tape is tape:
+    # The cached read is current if no write happened since and the base still
+    # has the node it was read from (a nested call with implicit parameters
+    # gives the base a new input node without writing it).
+    if n is not None and w._version == base._version and n.tape is tape and n.inputs[0] is bn:
         return n
     data = w._data
     n = Node(VIEW_READ, (bn,), tape, bn.tag, data.shape, data.dtype, user_site(2))
@@ -722,7 +743,7 @@ def apply(
             nodes.append(None)
     if result is None:
         result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
-    if not active:
+    if not active or _truncated(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
