@@ -20,7 +20,7 @@ $(VENV)/.installed-report: pyproject.toml
 	touch $@
 
 lint: $(VENV)/.installed-test
-	$(PY) -m ruff check src tests examples benchmarks
+	$(PY) -m ruff check .
 
 test: lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest
