@@ -30,9 +30,11 @@ the outer call can differentiate it.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -97,6 +99,32 @@ class Tape:
                 base._captures = [c for c in base._captures if c.tape is not self]
         self.touched = {}
         self.capture_bases = {}
+        # A released tape is never swept again. Nodes point at their tape and an
+        # output's node saves the output's own wrapper: drop what they hold so the
+        # saved arrays are freed at once, not when the cyclic collector runs.
+        for node in self.nodes:
+            node.saved = ()
+            node.kwargs = None
+        self.nodes = []
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off while a tape grows.
+
+    A tape is thousands of small objects freed by reference counting; the
+    collector would traverse all of them again and again as they pile up,
+    making a long loop's cost grow faster than its length. Only the outermost
+    call toggles it.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _remember(table: dict[int, weakref.ref], obj: Any) -> None:
