@@ -38,7 +38,9 @@ from mutagrad.core.wrapped import (
     WrappedValue,
     apply,
     call_without_derivative,
+    guarded_arguments,
     node_of,
+    unaliased,
     unwrap,
     wrap,
     wrap_constant,
@@ -97,7 +99,7 @@ def defvjp(
     if reads is None:
         reads = tuple((*range(len(vjps)), ANS) for _ in vjps)
     name = getattr(fn, "__name__", repr(fn))
-    _register(fn, VjpRule(name, _raw_function(fn), tuple(vjps), reads))
+    _register(fn, VjpRule(name, _raw_function(fn), tuple(vjps), reads, trusted=False))
 
 
 class ClosureRule(Rule):
@@ -119,7 +121,8 @@ class ClosureRule(Rule):
                  for a in args]  # fmt: skip
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
-        y, back = self.rule(*raw, **unwrap(kwargs))
+        y, back = self.rule(*guarded_arguments(args, raw), **unwrap(kwargs))
+        y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
                 f"rrule for {self.name} returned several outputs; only one is supported"

@@ -381,7 +381,7 @@ class VjpRule(Rule):
     ``fun`` computes the primal value from raw arrays.
     """
 
-    __slots__ = ("_plans", "fun", "params", "reads", "vjps")
+    __slots__ = ("_plans", "fun", "params", "reads", "trusted", "vjps")
 
     def __init__(
         self,
@@ -390,6 +390,7 @@ class VjpRule(Rule):
         vjps: tuple[Callable[..., Any] | None, ...],
         reads: tuple[tuple[int | str, ...], ...],
         params: bool = True,
+        trusted: bool = True,
     ):
         super().__init__(name)
         if len(reads) != len(vjps):
@@ -400,6 +401,10 @@ class VjpRule(Rule):
         # Whether the vjps receive the call's keyword arguments (a ufunc's
         # dtype= or casting= do not change its derivative, so ufunc vjps don't).
         self.params = params
+        # mutagrad's own rules are trusted not to write into or alias their
+        # arguments; a user's rule gets read-only views and its output is
+        # copied if it aliases an argument.
+        self.trusted = trusted
         self._plans: dict[tuple[bool, ...], tuple[tuple[bool, ...], bool]] = {}
 
     def plan(self, active: tuple[bool, ...]) -> tuple[tuple[bool, ...], bool]:
@@ -429,6 +434,8 @@ class VjpRule(Rule):
             ]
         else:
             vals = [v.read() if type(v) is Capture else v for v in saved]
+            if not self.trusted:
+                vals = [read_only(v) for v in vals]
         ans = vals.pop()
         kwargs = node.kwargs or {}
         vjps = self.vjps
@@ -437,11 +444,21 @@ class VjpRule(Rule):
             if inp is not None and inp.tag & bit:
                 vjp = vjps[i] if i < len(vjps) else None
                 if vjp is None:
+                    if inp.dtype.kind in "biu":
+                        continue  # an integer used as an index or a size: no derivative
                     raise NotDifferentiableError(
                         f"{self.name} has no derivative with respect to argument {i}, "
                         "but that argument depends on a differentiated input"
                     )
                 bk.accumulate(inp, vjp(g, ans, *vals, **kwargs))
+
+
+def read_only(value: Any) -> Any:
+    """A read-only view of an ndarray (other values as they are)."""
+    if type(value) is np.ndarray and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
 
 
 # Set by mutagrad.core.wrapped: builds a traced read-only handle on a value.

@@ -742,7 +742,10 @@ def apply(
             raw.append(a)
             nodes.append(None)
     if result is None:
-        result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
+        if rule.trusted:
+            result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
+        else:
+            result = unaliased(rule.fun(*guarded_arguments(args, raw), **(kwargs or {})), raw)
     if not active or _truncated(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
@@ -751,6 +754,31 @@ def apply(
     if need_ans:
         save_output(node, out, trace.mode == "snapshot")
     return out
+
+
+def guarded_arguments(args: Any, raw: list[Any]) -> list[Any]:
+    """What a user's rule receives: read-only views of traced arrays' memory (its
+    writes would bypass their versions) and private copies of raw ndarrays (the
+    rule may keep them for its pullback, and nothing tracks writes to them)."""
+    guarded = []
+    for a, r in zip(args, raw):
+        if type(r) is np.ndarray:
+            r = engine.read_only(r) if isinstance(a, WrappedValue) else r.copy()
+        guarded.append(r)
+    return guarded
+
+
+def unaliased(result: Any, raw: list[Any]) -> Any:
+    """A user rule's output, copied if it shares memory with an argument.
+
+    Wrapped as a new array, an alias would let a write to the output change
+    the argument behind its version counter.
+    """
+    if type(result) is np.ndarray:
+        for r in raw:
+            if type(r) is np.ndarray and np.may_share_memory(result, r):
+                return result.copy()
+    return result
 
 
 def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
