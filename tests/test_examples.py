@@ -62,6 +62,13 @@ EXPECTED: dict[str, list[tuple[str, str, str]]] = {
         ("x.fill(0)", "poison", "PoisonedCaptureError"),
         ("x.fill(0)", "snapshot", "gradient [2. 4. 6.]"),
     ],
+    "quadrature.py": [
+        ("traced through the loop", "strict", "MutationError"),
+        ("traced through the loop", "poison", "gradient [0.7788 0.3679 0.0183]"),
+        ("traced through the loop", "snapshot", "gradient [0.7788 0.3679 0.0183]"),
+        ("fundamental theorem", "strict", "gradient [0.7788 0.3679 0.0183]"),
+        ("fundamental theorem", "poison", "gradient [0.7788 0.3679 0.0183]"),
+    ],
 }
 
 # Facts that are not per-mode lines: the script's whole output contains them.
@@ -70,6 +77,13 @@ EXPECTED_TEXT: dict[str, list[str]] = {
     "mse_loop_vs_rule.py": ["agree in every mode: True", "µs per gradient"],
     "sum3_indexing.py": ["µs per gradient"],
     "overwrite_saved_value.py": ["snapshot gradient equals 2x: True"],
+    "quadrature.py": [
+        "both agree with exp(-x²), the exact derivative: True",
+        "matches -2x·exp(-x²): True",
+        "ms per gradient",
+        "x faster",
+    ],
+    "train.py": ["epoch  60", "loss fell below a tenth of its first value: True"],
 }
 
 MODE_LINE = re.compile(r"^  (strict|poison|snapshot)\s+(?:-> )?(.*)$")

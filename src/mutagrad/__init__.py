@@ -28,6 +28,7 @@ from mutagrad.api import (
     withgradient,
 )
 from mutagrad.buffer import Buffer
+from mutagrad.control import checkpointed, hook
 from mutagrad.core.engine import ANS
 from mutagrad.core.tangents import NoTangent, ZeroTangent
 from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
@@ -43,6 +44,15 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.explain import Explanation, explain
+from mutagrad.higher import (
+    WithJacobian,
+    diaghessian,
+    hessian,
+    hessian_reverse,
+    jacobian,
+    withjacobian,
+)
+from mutagrad.params import Grads, Params
 
 __version__ = "0.1.0"
 
@@ -51,31 +61,41 @@ __all__ = [
     "Buffer",
     "Explanation",
     "FrozenBufferError",
+    "Grads",
     "MissingRuleError",
     "MutagradError",
     "MutationError",
     "NoTangent",
     "NotDifferentiableError",
+    "Params",
     "PoisonedCaptureError",
     "Pullback",
     "SnapshotUnavailableError",
     "TracerConversionError",
     "WithGradient",
+    "WithJacobian",
     "WrappedArray",
     "WrappedScalar",
     "WrappedValue",
     "ZeroTangent",
     "array",
     "asarray",
+    "checkpointed",
     "defvjp",
+    "diaghessian",
     "explain",
     "gradient",
+    "hessian",
+    "hessian_reverse",
+    "hook",
     "ignore_derivatives",
     "is_traced",
+    "jacobian",
     "mode",
     "non_differentiable",
     "primitive",
     "pullback",
     "rrule",
     "withgradient",
+    "withjacobian",
 ]

@@ -5,16 +5,24 @@ runs ``f`` with a :class:`~mutagrad.core.engine.Trace` active, and sweeps the
 tape backwards. The caller's arrays are never written: an argument ``f``
 mutates is copied on its first write, and the caller's array is read-only
 while the call runs so that a closure cannot change it behind the tape.
+
+With implicit parameters (``gradient(lambda: loss(), ps)``, ``ps`` a
+:class:`~mutagrad.params.Params`) nothing is wrapped: each parameter, a
+WrappedArray the closure uses directly, gets a fresh input node on the call's
+tape for the duration of the call, and the result is a
+:class:`~mutagrad.params.Grads`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import numpy as np
 
 from mutagrad.buffer import check_not_open_buffer
@@ -30,6 +38,7 @@ from mutagrad.core.engine import (
     Tape,
     Trace,
     backward,
+    collector_paused,
 )
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
 from mutagrad.core.trees import flatten
@@ -42,6 +51,7 @@ from mutagrad.core.wrapped import (
     wrap,
 )
 from mutagrad.errors import MutagradError
+from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 
 
 class IdentityRule(Rule):
@@ -91,10 +101,38 @@ def _is_differentiable_leaf(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
 
 
-class _Call:
-    """One differentiation call: wrapped inputs, the trace, and the caller's arrays."""
+def _can_freeze(x: np.ndarray) -> bool:
+    """Whether making ``x`` and the arrays it views read-only can be undone afterwards.
 
-    def __init__(self, args: tuple[Any, ...], mode_name: str | None, copy_inputs: bool):
+    numpy refuses to make a view writeable again while an array it views is
+    read-only; so a writeable view of an array that is already read-only (an
+    enclosing call froze it) is copied rather than borrowed.
+    """
+    seen_writeable = False
+    a: Any = x
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            seen_writeable = True
+        elif seen_writeable:
+            return False
+        a = a.base
+    return True
+
+
+class _Call:
+    """One differentiation call: wrapped inputs, the trace, and the caller's arrays.
+
+    With ``params`` (implicit parameters) the call has no arguments; each
+    parameter gets an input node instead, and :meth:`gradients` returns Grads.
+    """
+
+    def __init__(
+        self,
+        args: tuple[Any, ...],
+        mode_name: str | None,
+        copy_inputs: bool,
+        params: Params | None = None,
+    ):
         name = mode_name if mode_name is not None else MODE.get()
         _check_mode(name)
         self.parent = STATE.get()
@@ -108,6 +146,16 @@ class _Call:
         self.inputs: list[Node | None] = []
         wrapped_leaves = [self._wrap(x, copy_inputs) for x in leaves]
         self.args = self.rebuild(wrapped_leaves)
+        self.params = params
+        self.param_nodes: list[Node] = []
+        self._rebound: list[tuple[WrappedArray, Node | None, Node]] = []
+        self._claimed: list[WrappedArray] = []
+        try:
+            for w in params or ():
+                self.param_nodes.append(self._bind_parameter(w))
+        except BaseException:
+            self.finish()
+            raise
 
     def _wrap(self, x: Any, copy_inputs: bool) -> Any:
         if not _is_differentiable_leaf(x):
@@ -118,7 +166,7 @@ class _Call:
             outer = node_of(x, self.tape) if self.parent is not None else None
             w = wrap(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
         elif isinstance(x, np.ndarray):
-            if copy_inputs or not is_dense(x):
+            if copy_inputs or not is_dense(x) or not _can_freeze(x):
                 w = WrappedArray(np.copy(x))
             else:
                 w = WrappedArray(x.view())
@@ -138,6 +186,39 @@ class _Call:
         self.inputs.append(node)
         return w
 
+    def _bind_parameter(self, w: WrappedArray) -> Node:
+        """Give parameter ``w`` (used directly by the closure, never copied) an input node."""
+        claim_parameter(w, self.tape)
+        self._claimed.append(w)
+        outer = node_of(w, self.tape) if self.parent is not None else None
+        data = w._data
+        tag = self.trace.bit | (outer.tag if outer is not None else 0)
+        node = Node(IDENTITY if outer is not None else LEAF, (outer,) if outer else (), self.tape,
+                    tag, data.shape, data.dtype, None)  # fmt: skip
+        self.tape.nodes.append(node)
+        self._rebound.append((w, w._node, node))
+        w._node = node
+        self.tape.touch(w)
+        return node
+
+    def _unbind_parameters(self) -> None:
+        """Give parameters back the node they had before the call, unless ``f`` wrote them.
+
+        A parameter ``f`` wrote keeps its new node: inside an enclosing call
+        that node is the parameter's current value there too.
+        """
+        for w, previous, node in reversed(self._rebound):
+            if w._node is node:
+                w._node = previous
+        self._rebound = []
+        self.release_parameter_claims()
+
+    def release_parameter_claims(self) -> None:
+        """Let other calls bind the parameters (a pullback keeps their nodes, not the claim)."""
+        for w in self._claimed:
+            release_parameter(w, self.tape)
+        self._claimed = []
+
     def _freeze(self, x: np.ndarray) -> None:
         """Make the caller's array (and the arrays it views) read-only for the call."""
         a: Any = x
@@ -155,9 +236,16 @@ class _Call:
     def run(self, f: Callable[..., Any]) -> Any:
         token = STATE.set(self.trace)
         try:
-            return f(*self.args)
+            with collector_paused():
+                return f(*self.args)
         finally:
             STATE.reset(token)
+
+    def stop_nodes(self) -> set[Node]:
+        """The nodes a sweep stops at: the call's inputs and parameters."""
+        stop = {n for n in self.inputs if n is not None}
+        stop.update(self.param_nodes)
+        return stop
 
     def output_node(self, out: Any, what: str) -> Node | None:
         check_not_open_buffer(out, what)
@@ -184,21 +272,27 @@ class _Call:
     def sweep(self, out_node: Node | None, seed: Any) -> BackwardPass | None:
         if out_node is None:
             return None
-        stop = {n for n in self.inputs if n is not None}
+        stop = self.stop_nodes()
         token = STATE.set(self.parent)  # a nested sweep is recorded by the enclosing level
         try:
-            return backward(
-                self.tape,
-                [(out_node, seed)],
-                self.start,
-                self.trace.bit,
-                stop,
-                recording=self.parent is not None,
-            )
+            with collector_paused():
+                return backward(
+                    self.tape,
+                    [(out_node, seed)],
+                    self.start,
+                    self.trace.bit,
+                    stop,
+                    recording=self.parent is not None,
+                )
         finally:
             STATE.reset(token)
 
     def gradients(self, bk: BackwardPass | None) -> Any:
+        """The arguments' gradients in their structure, or Grads for implicit parameters."""
+        if self.params is not None:
+            values = [None if bk is None else _input_gradient(w, node, bk)
+                      for w, node in zip(self.params, self.param_nodes)]  # fmt: skip
+            return Grads(self.params, values)
         grads = []
         for leaf, node in zip(self.leaves, self.inputs):
             grads.append(None if node is None or bk is None else _input_gradient(leaf, node, bk))
@@ -206,6 +300,7 @@ class _Call:
 
     def finish(self) -> None:
         self.thaw()
+        self._unbind_parameters()
         if self.parent is None:
             self.tape.release()
 
@@ -249,6 +344,12 @@ def _unwrap_output(value: Any) -> Any:
         )
     if isinstance(value, list):
         return [_unwrap_output(v) for v in value]
+    if type(value) is dict:
+        return {k: _unwrap_output(v) for k, v in value.items()}
+    if attrs.has(type(value)):
+        fields = [f for f in attrs.fields(type(value)) if f.init]
+        changes = {f.alias: _unwrap_output(getattr(value, f.name)) for f in fields}
+        return attrs.evolve(value, **changes)
     return value
 
 
@@ -260,13 +361,39 @@ def _seed(node: Node) -> Any:
     return cotangent_dtype(node.dtype).type(1.0)
 
 
+def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str) -> Params | None:
+    """``ps`` when ``args`` is ``(ps,)`` with ``ps`` a Params (implicit style), else None."""
+    if len(args) != 1 or not isinstance(args[0], Params):
+        return None
+    try:
+        signature = inspect.signature(f)
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return args[0]
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if required:
+        raise TypeError(
+            f"{what}(f, ps) with ps a Params differentiates a function of no arguments, "
+            f"lambda: loss(...), that uses the parameters directly; but f takes "
+            f"{', '.join(required)}. Close over the values instead, or pass them explicitly: "
+            f"{what}(f, *args)."
+        )
+    return args[0]
+
+
 def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithGradient:
     """Return ``(val, grad)``: ``f(*args)`` and its gradient with respect to each argument.
 
     If ``f`` returns a tuple, its first element is differentiated and ``val``
     is the whole tuple (the rest is auxiliary output), as in Zygote.
+    ``withgradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params`,
+    returns the gradient as :class:`Grads`.
     """
-    call = _Call(args, mode, copy_inputs=False)
+    params = implicit_parameters(f, args, "withgradient")
+    call = _Call(args if params is None else (), mode, copy_inputs=False, params=params)
     try:
         out = call.run(f)
         check_not_open_buffer(out, "f")
@@ -285,7 +412,7 @@ def _nested_output(out: Any, call: _Call) -> Any:
     return out if call.parent is not None else _unwrap_output(out)
 
 
-def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, ...]:
+def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> Any:
     """The gradient of scalar-valued ``f`` with respect to each argument.
 
     Returns a tuple with one entry per argument: an array for array arguments,
@@ -293,8 +420,12 @@ def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
     used as axes or sizes, unused arguments). ``mode`` selects how in-place
     writes are handled: "poison" (default), "strict" (Zygote's rule) or
     "snapshot".
+
+    ``gradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params` of
+    WrappedArrays that ``loss`` uses, returns :class:`Grads`: ``gs[W]``.
     """
-    return tuple(withgradient(f, *args, mode=mode).grad)
+    grad = withgradient(f, *args, mode=mode).grad
+    return grad if isinstance(grad, Grads) else tuple(grad)
 
 
 class Pullback:
@@ -305,7 +436,7 @@ class Pullback:
         self._out = out
         self._finalizer = weakref.finalize(self, call.tape.release)
 
-    def __call__(self, dy: Any) -> tuple[Any, ...]:
+    def __call__(self, dy: Any) -> Any:
         call = self._call
         outs, _ = flatten(self._out)
         seeds_in, _ = flatten(dy)
@@ -320,11 +451,12 @@ class Pullback:
                     seeds.append((node, np.asarray(dy_leaf, dtype=cotangent_dtype(node.dtype))))
         finally:
             STATE.reset(token)
-        if not seeds:
-            return tuple(call.gradients(None))
-        stop = {n for n in call.inputs if n is not None}
-        bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording=False)
-        return tuple(call.gradients(bk))
+        bk = None
+        if seeds:
+            stop = call.stop_nodes()
+            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording=False)
+        grads = call.gradients(bk)
+        return grads if isinstance(grads, Grads) else tuple(grads)
 
 
 def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, Pullback]:
@@ -333,16 +465,21 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
     Array arguments are copied once, so ``back`` stays valid however the
     caller's arrays change afterwards; writes to WrappedArrays that ``y``'s
     pullback still reads poison it (``back`` then raises).
+    ``pullback(lambda: loss(), ps)`` with ``ps`` a :class:`Params`: ``back``
+    returns :class:`Grads`. Parameters are not copied: writing one that the
+    pullback reads poisons it, as for any WrappedArray.
     """
     if STATE.get() is not None:
         raise MutagradError("pullback inside a gradient call is not supported; use gradient")
-    call = _Call(args, mode, copy_inputs=True)
+    params = implicit_parameters(f, args, "pullback")
+    call = _Call(args if params is None else (), mode, copy_inputs=True, params=params)
     try:
         out = call.run(f)
         check_not_open_buffer(out, "f")
     except BaseException:
         call.finish()
         raise
+    call.release_parameter_claims()
     back = Pullback(call, out)
     value = _unwrap_output(out)
     return _copy_if_captured(out, value), back

@@ -1,0 +1,560 @@
+"""Derivative control: ``checkpointed``, ``hook``, ``ignore_derivatives``, ``non_differentiable``.
+
+``checkpointed(f, *args)`` returns ``f(*args)`` but keeps none of the values
+``f``'s pullbacks would read: the tape holds one node, whose pullback runs
+``f`` again under a fresh trace and pulls the cotangent back through that.
+
+What ``f`` can reach is *watched*: every WrappedArray, WrappedScalar and
+ndarray reachable from it through closure cells, defaults, the globals its
+code names, a bound method's object, ``functools.partial`` arguments, and
+the attributes and items of those, a few levels deep. Watched values that
+carry a gradient of the enclosing call (a layer's parameters) become inputs
+of the node, bound during the recomputation as implicit parameters are.
+
+Recomputation is only right if the second run computes what the first did,
+so ``checkpointed`` refuses, with an error naming the problem:
+
+* a write by ``f`` to an array it did not create: watched WrappedArrays are
+  checked by version number; watched ndarrays are read-only while ``f`` runs;
+* a read, inside ``f``, of a value that carries a gradient of the enclosing
+  call and that the watch did not find (its gradient would be lost): ``f``
+  runs on a nesting level of its own, and a value recorded there that
+  depends on an enclosing level is refused;
+* a later write to an argument, or to a watched array, in a place the
+  recomputation's pullbacks read: the backward pass raises
+  ``PoisonedCaptureError`` (for an argument, snapshot mode copies it);
+* a recomputation that returns a different value (``f`` draws random numbers,
+  or reads state the watch could not reach): the backward pass raises.
+
+Limits: arrays reachable only through paths the watch does not follow (a
+module attribute read by a function that ``f`` calls, a weak reference, a C
+extension's state) are not watched; a write to them is caught only if it
+changes the recomputed value. In snapshot mode a later write to a watched
+array that the recomputation reads raises SnapshotUnavailableError (the
+recomputation reads the array itself, not a copy).
+
+``hook(fn, x)`` returns (a copy of) ``x`` and calls ``fn`` on its cotangent in
+the backward pass; ``fn`` may return a replacement cotangent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mutagrad.api import IDENTITY, _Call, _input_gradient, ignore_derivatives
+from mutagrad.buffer import check_not_open_buffer
+from mutagrad.core.engine import (
+    LEAF,
+    STATE,
+    BackwardPass,
+    Capture,
+    Node,
+    Rule,
+    Trace,
+    capture,
+)
+from mutagrad.core.sites import describe_site, user_site
+from mutagrad.core.tangents import is_dense
+from mutagrad.core.trees import flatten
+from mutagrad.core.wrapped import (
+    BORROWED,
+    WrappedArray,
+    WrappedScalar,
+    WrappedValue,
+    node_of,
+    wrap,
+)
+from mutagrad.custom import non_differentiable
+from mutagrad.errors import MutagradError
+
+# ---------------------------------------------------------------------------
+# hook
+
+
+class HookRule(Rule):
+    """Identity in the forward pass; calls the user's function on the cotangent."""
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (inp,) = node.inputs
+        assert node.kwargs is not None
+        if isinstance(g, np.ndarray):
+            g = g.view()
+            g.flags.writeable = False  # it may be shared with other nodes' cotangents
+        replaced = node.kwargs["fn"](g)
+        if inp.tag & bk.bit:
+            bk.accumulate(inp, g if replaced is None else replaced)
+
+
+HOOK = HookRule("hook")
+
+
+def hook(fn: Callable[[Any], Any], x: Any) -> Any:
+    """``x`` in the forward pass; in the backward pass, call ``fn`` on ``x``'s cotangent.
+
+    If ``fn`` returns something other than None, that replaces the cotangent
+    (``hook(lambda g: np.clip(g, -1, 1), x)`` clips the gradient flowing
+    into ``x``). ``fn`` sees a read-only array; it is called once per backward
+    sweep that reaches ``x`` (once per output element in a Jacobian) and not
+    at all when no gradient reaches ``x``. Outside a gradient call, or for a
+    value that carries no gradient, ``hook`` returns ``x`` itself; otherwise
+    it returns a copy of ``x`` that carries the hook.
+    """
+    trace = STATE.get()
+    if not isinstance(x, WrappedValue):
+        leaves, _ = flatten(x)
+        if trace is not None and any(isinstance(leaf, WrappedValue) for leaf in leaves):
+            raise TypeError(
+                f"hook takes one array or number, not a {type(x).__name__}; hook each "
+                "element separately"
+            )
+        return x
+    if trace is None:
+        return x
+    source = node_of(x, trace.tape)
+    if source is None:
+        return x
+    data = x._data
+    node = Node(HOOK, (source,), trace.tape, source.tag, data.shape, data.dtype, user_site())
+    node.kwargs = {"fn": fn}
+    trace.tape.nodes.append(node)
+    return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)
+
+
+# ---------------------------------------------------------------------------
+# What a function can reach: the arrays ``checkpointed`` watches.
+
+_MAX_DEPTH = 6
+_MAX_OBJECTS = 20_000
+_ATOMS = (str, bytes, int, float, complex, bool, type(None), np.generic, type, range, slice)
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _is_library(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    return module.split(".")[0] in ("numpy", "mutagrad", "builtins", "functools", "attr", "attrs")
+
+
+def _children(obj: Any) -> list[Any]:
+    """The objects ``obj`` refers to that code running it could reach."""
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return list(obj)
+    if isinstance(obj, dict):
+        return list(obj.values())
+    if isinstance(obj, functools.partial):
+        return [obj.func, *obj.args, *obj.keywords.values()]
+    if isinstance(obj, types.MethodType):
+        return [obj.__self__, obj.__func__]
+    if isinstance(obj, types.FunctionType):
+        if _is_library(obj):
+            return []
+        found: list[Any] = list(obj.__defaults__ or ())
+        found += list((obj.__kwdefaults__ or {}).values())
+        for cell in obj.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                found.append(cell.cell_contents)
+        names = _code_names(obj.__code__)
+        for name in names:
+            if name in obj.__globals__:
+                value = obj.__globals__[name]
+                if isinstance(value, types.ModuleType):
+                    # module.attribute: only the attributes this code names
+                    found += [getattr(value, n) for n in names if n in vars(value)]
+                else:
+                    found.append(value)
+        wrapped = getattr(obj, "__wrapped__", None)
+        if wrapped is not None:
+            found.append(wrapped)
+        return found
+    if isinstance(obj, (types.ModuleType, types.BuiltinFunctionType, np.ufunc)) or _is_library(
+        type(obj)
+    ):
+        return []
+    found = []
+    if hasattr(obj, "__dict__"):
+        found += list(vars(obj).values())
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if isinstance(slot, str) and hasattr(obj, slot):
+                found.append(getattr(obj, slot))
+    call_method = vars(type(obj)).get("__call__")
+    if isinstance(call_method, types.FunctionType):
+        found.append(call_method)
+    return found
+
+
+def reachable_values(
+    root: Any,
+) -> tuple[list[WrappedArray], list[WrappedScalar], list[np.ndarray]]:
+    """WrappedArray bases, WrappedScalars and raw ndarrays reachable from ``root`` (bounded)."""
+    wrapped: dict[int, WrappedArray] = {}
+    scalars: dict[int, WrappedScalar] = {}
+    raw: dict[int, np.ndarray] = {}
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack and len(seen) < _MAX_OBJECTS:
+        obj, depth = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, WrappedArray):
+            base = obj._base if obj._base is not None else obj
+            wrapped[id(base)] = base
+            continue
+        if isinstance(obj, WrappedScalar):
+            scalars[id(obj)] = obj
+            continue
+        if isinstance(obj, np.ndarray) and obj.dtype != object:
+            raw[id(obj)] = obj
+            continue
+        if isinstance(obj, _ATOMS) or depth >= _MAX_DEPTH:
+            continue
+        stack.extend((child, depth + 1) for child in _children(obj))
+    return list(wrapped.values()), list(scalars.values()), list(raw.values())
+
+
+class _ReadOnly:
+    """Make raw ndarrays (and the arrays they view) read-only for a block."""
+
+    def __init__(self, arrays: list[np.ndarray]):
+        self.frozen: list[np.ndarray] = []
+        for a in arrays:
+            while isinstance(a, np.ndarray):
+                if a.flags.writeable and not any(a is f for f in self.frozen):
+                    a.flags.writeable = False
+                    self.frozen.append(a)
+                a = a.base
+
+    def restore(self) -> None:
+        for a in reversed(self.frozen):
+            a.flags.writeable = True
+        self.frozen = []
+
+
+# ---------------------------------------------------------------------------
+# checkpointed
+
+
+def _function_name(f: Any) -> str:
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+
+
+class _SavedScalar:
+    """An immutable saved number, read like a Capture."""
+
+    __slots__ = ("data",)
+    valid = True
+
+    def __init__(self, data: Any):
+        self.data = np.asarray(data)
+
+    def read(self) -> Any:
+        return self.data[()]
+
+
+class CheckpointRule(Rule):
+    """A segment whose pullback recomputes it; ``node.kwargs`` holds ``f`` and its saved inputs."""
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        kw = node.kwargs
+        assert kw is not None
+        for guard in kw["guards"]:
+            guard.read()  # raises PoisonedCaptureError if a watched array was overwritten
+        recording = bk.recording and bk.needs_recording(node, g)
+        closed = kw["closed"]
+        n_args = len(node.inputs) - len(closed)
+        values = []
+        for inp, saved, constant in zip(node.inputs, kw["saved"], kw["constants"]):
+            if saved is None:
+                values.append(constant)
+            elif recording and inp is not None:
+                values.append(bk.traced(saved.read(), inp))
+            else:
+                values.append(saved.read())
+        args = kw["rebuild"](values)
+        # A recomputation that is not itself differentiated gets a tape of its own.
+        token = STATE.set(STATE.get() if recording else None)
+        try:
+            call = _Call(args, kw["mode"], copy_inputs=False)
+            links = list(node.inputs[n_args:]) if recording else [None] * len(closed)
+            bound = _bind(closed, call.tape, call.trace.bit, links)
+            call.param_nodes.extend(b for _, _, b in bound)  # the sweep stops at them
+            try:
+                out = call.run(kw["f"])
+                out_node = _output_node(call, out, kw["name"])
+                _check_same_value(out, kw["output"], kw["name"], kw["site"])
+                inner = call.sweep(out_node, g) if out_node is not None else None
+                sources = [(call.leaves[i], call.inputs[i]) for i in range(n_args)]
+                sources += [(w, b) for w, _, b in bound]
+                for inp, (value, source) in zip(node.inputs, sources):
+                    if inner is None or inp is None or source is None or not inp.tag & bk.bit:
+                        continue
+                    cot = _input_gradient(value, source, inner)
+                    if cot is not None:
+                        bk.accumulate(inp, cot)
+            finally:
+                _unbind(bound)  # before finish: a released tape would drop their nodes
+                call.finish()
+        finally:
+            STATE.reset(token)
+
+
+CHECKPOINT_RULE = CheckpointRule("checkpointed")
+
+
+def _output_node(call: _Call, out: Any, name: str) -> Node | None:
+    check_not_open_buffer(out, name)
+    if not isinstance(out, WrappedValue):
+        return None
+    return node_of(out, call.tape)
+
+
+def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
+    """Refuse a recomputation whose value differs from the forward pass's."""
+    if not saved.valid:
+        return  # the output was overwritten since: nothing to compare with
+    first = saved.data
+    again = out._data if isinstance(out, WrappedValue) else np.asarray(out)
+    floating = first.dtype.kind in "fc"
+    scale = float(np.max(np.abs(first), initial=0.0)) if floating else 0.0
+    same = first.shape == np.shape(again) and (
+        np.array_equal(first, again, equal_nan=floating)
+        or (floating and np.allclose(first, again, rtol=1e-9, atol=1e-12 * scale, equal_nan=True))
+    )
+    if not same:
+        raise MutagradError(
+            f"checkpointed({name}) computed a different value when the backward pass ran it "
+            f"again, so its gradient would be wrong.\n    checkpointed at {describe_site(site)}\n"
+            "A checkpointed function must compute the same thing every time: it must not draw "
+            "random numbers (pass them in as an argument) or read state that changes between "
+            "the forward and the backward pass."
+        )
+
+
+def _segment_wrapper(leaf: WrappedValue, leaf_node: Node) -> WrappedValue:
+    """``leaf``'s value for the segment: its memory borrowed (copied on a write) when possible."""
+    data = leaf._data
+    if not isinstance(data, np.ndarray):
+        w = wrap(data)
+    elif data.flags.writeable and is_dense(data):
+        w = WrappedArray(data.view())
+        w._flags = BORROWED
+        w._views = []
+    else:
+        w = WrappedArray(data.copy())
+    w._node = leaf_node
+    return w
+
+
+def _bind(
+    values: list[WrappedValue], tape: Any, bit: int, links: list[Node | None]
+) -> list[tuple[WrappedValue, Node | None, Node]]:
+    """Give closed-over traced values input nodes of level ``bit`` (linked to ``links``).
+
+    Like implicit parameters: the function reads the values themselves, so
+    their node is replaced for the duration, and :func:`_unbind` restores it.
+    """
+    bound = []
+    for w, link in zip(values, links):
+        data = w._data
+        tag = bit | (link.tag if link is not None else 0)
+        rule = IDENTITY if link is not None else LEAF
+        node = Node(rule, (link,) if link is not None else (), tape, tag, data.shape, data.dtype,
+                    None)  # fmt: skip
+        tape.nodes.append(node)
+        bound.append((w, w._node, node))
+        w._node = node
+    return bound
+
+
+def _unbind(bound: list[tuple[WrappedValue, Node | None, Node]]) -> None:
+    for w, previous, node in reversed(bound):
+        if w._node is node:
+            w._node = previous
+
+
+def _save(x: WrappedValue, node: Node, snapshot: bool) -> Capture | _SavedScalar:
+    data = x._data
+    if isinstance(data, np.ndarray):
+        return capture(x, data, node, snapshot)
+    return _SavedScalar(data)
+
+
+def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
+    """``f(*args)``, recomputed in the backward pass instead of keeping its intermediates.
+
+    The tape keeps one node for the whole call: the arguments (saved, so a
+    later write to them poisons the node like any saved value) and ``f``.
+    Use it for a block whose intermediate values are large compared with its
+    arguments and its output. ``f`` must return one array or number and may
+    only write arrays it creates; see the module documentation for what is
+    refused and why. Outside a gradient call, or when no argument carries a
+    gradient, it just calls ``f``.
+    """
+    trace = STATE.get()
+    if trace is None:
+        return f(*args)
+    tape = trace.tape
+    leaves, rebuild = flatten(args)
+    outer_nodes = [node_of(x, tape) if isinstance(x, WrappedValue) else None for x in leaves]
+    if all(n is None for n in outer_nodes):
+        return f(*args)  # no argument carries a gradient: nothing to recompute
+    name = _function_name(f)
+    site = user_site()
+    watched, scalars, raw = reachable_values(f)
+    versions = [w._version for w in watched]
+    # Closed-over values that carry a gradient (a model's parameters): inputs too.
+    closed: list[WrappedValue] = [w for w in (*watched, *scalars) if node_of(w, tape) is not None]
+    closed_nodes = [node_of(w, tape) for w in closed]
+
+    # Run f once, on a nesting level of its own on the same tape, to see what it does.
+    segment = Trace(tape, trace.depth + 1, trace.mode, trace)
+    start = len(tape.nodes)
+    journal_start = len(tape.journal) if tape.journal is not None else 0
+    segment_args = []
+    for x in leaves:
+        if isinstance(x, WrappedValue):
+            leaf_node = Node(LEAF, (), tape, segment.bit, x.shape, x.dtype, None)
+            tape.nodes.append(leaf_node)
+            segment_args.append(_segment_wrapper(x, leaf_node))
+        else:
+            segment_args.append(x)
+    bound = _bind(closed, tape, segment.bit, [None] * len(closed))
+    read_only = _ReadOnly(raw)
+    token = STATE.set(segment)
+    try:
+        out = f(*rebuild(segment_args))
+    except ValueError as error:
+        if "read-only" in str(error) and read_only.frozen:
+            raise MutagradError(_closure_write_message(name, site, "an ndarray")) from error
+        raise
+    finally:
+        STATE.reset(token)
+        read_only.restore()
+        _unbind(bound)
+    check_not_open_buffer(out, name)
+    for w, version in zip(watched, versions):
+        if w._version != version:
+            raise MutagradError(
+                _closure_write_message(name, site, f"a WrappedArray of shape {w.shape}")
+            )
+    recorded = tape.nodes[start:]
+    if tape.journal is not None:
+        del tape.journal[journal_start:]  # explain: the segment's writes left with its nodes
+    enclosing = segment.bit - 1  # the bits of the levels around the segment
+    for n in recorded:
+        if n.tag & enclosing:
+            raise MutagradError(
+                f"checkpointed({name}) reads a value that carries a gradient of the enclosing "
+                f"call, at\n    {describe_site(n.site)}\n"
+                "without receiving it as an argument, through a path checkpointed does not "
+                "follow (it looks through closures, defaults, globals, bound objects and their "
+                "attributes). Its gradient would be lost when the pullback recomputes the block. "
+                "Pass it as an argument: checkpointed(lambda x, w: ..., x, w)."
+            )
+    if isinstance(out, (list, tuple, dict)):
+        raise MutagradError(
+            f"checkpointed({name}) must return one array or number, not a {type(out).__name__}"
+        )
+    out_node = node_of(out, tape) if isinstance(out, WrappedValue) else None
+    if out_node is None:
+        _drop_segment(tape, start, recorded, watched, None)
+        return out  # a constant: nothing to differentiate
+
+    inputs = (*outer_nodes, *closed_nodes)
+    tag = 0
+    for n in inputs:
+        if n is not None:
+            tag |= n.tag
+    data = out._data
+    node = Node(CHECKPOINT_RULE, inputs, tape, tag, data.shape, data.dtype, site)
+    guards = _drop_segment(tape, start, recorded, watched, node)
+    snapshot = trace.mode == "snapshot"
+    saved = [_save(x, node, snapshot) if isinstance(x, WrappedValue) else None for x in leaves]
+    if isinstance(data, np.ndarray) and any(
+        isinstance(x, WrappedValue) and np.may_share_memory(data, x._data) for x in leaves
+    ):
+        data = data.copy()  # f returned (a view of) an argument: the output owns its memory
+    result = wrap(data, node)
+    output: Any = (
+        capture(result, data, node, snapshot=False)
+        if isinstance(data, np.ndarray)
+        else _SavedScalar(data)
+    )
+    node.saved = (*guards, *(c for c in saved if type(c) is Capture))
+    node.kwargs = {
+        "f": f,
+        "name": name,
+        "site": site,
+        "mode": trace.mode,
+        "rebuild": rebuild,
+        "saved": saved,
+        "constants": [None if isinstance(x, WrappedValue) else x for x in leaves],
+        "closed": closed,
+        "guards": guards,
+        "output": output,
+    }
+    tape.nodes.append(node)
+    return result
+
+
+def _drop_segment(
+    tape: Any, start: int, recorded: list[Node], watched: list[WrappedArray], node: Node | None
+) -> list[Capture]:
+    """Forget the segment's nodes; captures it made on watched arrays guard ``node``.
+
+    A capture the segment made on an array it closes over is a value the
+    recomputation will read again: it moves to the checkpoint node, which
+    raises if it is poisoned. Every other capture the segment made is dropped.
+    """
+    del tape.nodes[start:]
+    removed = set(recorded)
+    watched_ids = {id(w) for w in watched}
+    guards: list[Capture] = []
+    for ref in list(tape.capture_bases.values()):
+        base = ref()
+        if base is None or not base._captures:
+            continue
+        caps = base._captures
+        if not any(c.node in removed for c in caps):
+            continue
+        keep = []
+        for c in caps:
+            if c.node not in removed:
+                keep.append(c)
+            elif node is not None and id(base) in watched_ids:
+                c.node = node
+                c.closure = True  # the recomputation reads the array itself, not a copy
+                guards.append(c)
+                keep.append(c)
+        base._captures = keep
+    return guards
+
+
+def _closure_write_message(name: str, site: Any, what: str) -> str:
+    return (
+        f"checkpointed({name}) writes {what} that it did not create (one it closes over), "
+        f"called at\n    {describe_site(site)}\n"
+        "The backward pass runs the function again, and would then start from the changed "
+        "array, so the recomputed gradient would be wrong. Pass the array in as an argument "
+        "and return the new value instead, or do not checkpoint this function."
+    )
+
+
+__all__ = ["checkpointed", "hook", "ignore_derivatives", "non_differentiable"]

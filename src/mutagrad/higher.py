@@ -1,0 +1,276 @@
+"""Jacobians and second derivatives: ``jacobian``, ``withjacobian``, ``hessian``, ``diaghessian``.
+
+``jacobian`` runs ``f`` once, on one tape, and sweeps that tape backwards once
+per element of the output, seeding a one-hot cotangent each time (reverse
+mode: cheap when the output is small compared with the inputs). Row ``k`` of
+the Jacobian of an argument ``a`` is the gradient of ``y.flat[k]`` with
+respect to ``a.flat[i]``, in row-major order for both.
+
+Second derivatives are reverse over reverse: ``hessian`` is the Jacobian of
+the gradient. The inner ``gradient`` call records its backward sweep on the
+outer call's tape (pullbacks are traceable numpy), and in-place writes inside
+it follow the same ``mode`` (strict, poison or snapshot) as anywhere else.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mutagrad.api import (
+    _Call,
+    _input_gradient,
+    _nested_output,
+    array,
+    gradient,
+    implicit_parameters,
+)
+from mutagrad.buffer import check_not_open_buffer
+from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node
+from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
+from mutagrad.core.trees import flatten
+from mutagrad.core.wrapped import WrappedValue, node_of
+from mutagrad.errors import MutagradError
+from mutagrad.params import Grads
+
+WithJacobian = namedtuple("WithJacobian", ["val", "grad"])
+WithJacobian.__doc__ = "``(val, grad)``: the value of ``f`` and one Jacobian per argument."
+
+# What an argument's Jacobian looks like: a matrix, a vector, or nothing.
+_MATRIX, _VECTOR, _NONE = "matrix", "vector", "none"
+
+
+def _argument_kind(x: Any) -> str:
+    """Arrays give a matrix, numbers a vector (Zygote: ``x::Number``), anything else None."""
+    if isinstance(x, (bool, np.bool_)):
+        return _NONE
+    data = x._data if isinstance(x, WrappedValue) else x
+    if isinstance(data, np.ndarray):
+        return _MATRIX if data.dtype.kind in "biufc" else _NONE
+    if isinstance(data, (int, float, np.integer, np.floating)):
+        return _VECTOR
+    return _NONE
+
+
+def _output(call: _Call, out: Any) -> tuple[Node | None, tuple[int, ...], np.dtype]:
+    """The output's node (None for a constant), shape and dtype; refuse non-arrays."""
+    check_not_open_buffer(out, "f")
+    if isinstance(out, WrappedValue):
+        token = STATE.set(call.trace)
+        try:
+            node = node_of(out, call.tape)
+        finally:
+            STATE.reset(token)
+        return node, out.shape, out.dtype
+    if isinstance(out, (bool, np.bool_, int, float, np.number, np.ndarray)):
+        data = np.asarray(out)
+        return None, data.shape, data.dtype
+    raise MutagradError(
+        f"jacobian needs f to return an array or a number, but it returned "
+        f"{type(out).__name__}. Return one array (np.concatenate the parts, or take the "
+        "Jacobian of each output separately)."
+    )
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, WrappedValue) else np.asarray(x).dtype
+
+
+def _one_hot(shape: tuple[int, ...], dtype: np.dtype, k: int) -> np.ndarray:
+    seed = np.zeros(shape, dtype=dtype)
+    seed.flat[k] = 1
+    return seed
+
+
+def _fill_row(row: np.ndarray, node: Node, bk: BackwardPass) -> None:
+    """Write the cotangent of ``node`` into ``row`` (zeros already), flattened row-major."""
+    cot = bk.cots.get(node)
+    if cot is None or cot is ZERO:
+        return
+    if type(cot) is SparseCotangent and cot.layout is None:
+        cot.add_to(row.reshape(node.shape))  # straight into the row: no dense temporary
+        return
+    if type(cot) is SparseCotangent:
+        cot = cot.dense()
+    row[...] = np.ravel(cot)
+
+
+def _traced_row(target: Any, node: Node, bk: BackwardPass, size: int) -> Any:
+    """One row as a (possibly traced) flat array, inside an enclosing gradient call."""
+    grad = _input_gradient(target, node, bk)
+    if grad is None:
+        return np.zeros(size)
+    return np.reshape(grad, (size,))
+
+
+def _jacobians(
+    call: _Call, out: Any, targets: list[Any], nodes: list[Node | None], kinds: list[str]
+) -> list[Any]:
+    """One sweep per output element; the Jacobian of each target (None for kind _NONE)."""
+    out_node, out_shape, out_dtype = _output(call, out)
+    rows = int(np.prod(out_shape, dtype=np.int64))
+    seed_dtype = cotangent_dtype(out_dtype)
+    nested = call.parent is not None
+    sizes = [int(np.size(t._data if isinstance(t, WrappedValue) else t)) for t in targets]
+    dtypes = [
+        None if kind == _NONE else np.result_type(seed_dtype, cotangent_dtype(_dtype_of(t)))
+        for t, kind in zip(targets, kinds)
+    ]
+    if not nested:
+        results: list[Any] = [
+            None if kind == _NONE else np.zeros((rows, size), dtype=dtype)
+            for kind, size, dtype in zip(kinds, sizes, dtypes)
+        ]
+    else:
+        traced_rows: list[list[Any]] = [[] for _ in targets]
+    wanted = [i for i, kind in enumerate(kinds) if kind != _NONE and nodes[i] is not None]
+    for k in range(rows):
+        bk = None
+        if out_node is not None and wanted:
+            bk = call.sweep(out_node, _one_hot(out_shape, seed_dtype, k))
+        for i, kind in enumerate(kinds):
+            if kind == _NONE:
+                continue
+            node = nodes[i]
+            if not nested:
+                if bk is not None and node is not None:
+                    _fill_row(results[i][k], node, bk)
+            elif bk is None or node is None:
+                traced_rows[i].append(np.zeros(sizes[i], dtype=dtypes[i]))
+            else:
+                traced_rows[i].append(_traced_row(targets[i], node, bk, sizes[i]))
+    if nested:
+        results = [
+            None if kind == _NONE else _stack_rows(traced_rows[i], sizes[i], dtypes[i])
+            for i, kind in enumerate(kinds)
+        ]
+    return [r[:, 0] if kind == _VECTOR and r is not None else r for r, kind in zip(results, kinds)]
+
+
+def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
+    if not rows:
+        return np.zeros((0, size), dtype=dtype)
+    if not any(isinstance(r, WrappedValue) for r in rows):
+        return np.stack(rows).astype(dtype, copy=False)
+    return array(rows)  # traced rows: stacked on the tape
+
+
+def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithJacobian:
+    """``(val, grad)``: ``f(*args)`` and, for each argument, the Jacobian of ``f``.
+
+    For an array argument ``a`` (any number of dimensions) the Jacobian is a
+    matrix ``J[k, i] = ∂y.flat[k] / ∂a.flat[i]``; for a number ``x`` a vector
+    ``J[k] = ∂y.flat[k] / ∂x``; for any other argument (a string, a tuple)
+    None. ``f`` returns an array (of any shape) or a number, which gives one
+    row. ``f`` runs once; the tape is swept once per element of its output.
+
+    ``withjacobian(lambda: ..., ps)`` with ``ps`` a :class:`Params` gives the
+    Jacobians as :class:`Grads`, keyed by parameter.
+    """
+    params = implicit_parameters(f, args, "jacobian")
+    call = _Call(args if params is None else (), mode, copy_inputs=False, params=params)
+    try:
+        out = call.run(f)
+        if params is not None:
+            targets: list[Any] = list(params)
+            nodes: list[Node | None] = list(call.param_nodes)
+            kinds = [_MATRIX] * len(targets)
+        else:
+            targets, nodes, kinds = [], [], []
+            position = 0
+            for a in args:
+                count = len(flatten(a)[0])
+                kind = _argument_kind(a) if count == 1 else _NONE
+                targets.append(call.leaves[position] if kind != _NONE else None)
+                nodes.append(call.inputs[position] if kind != _NONE else None)
+                kinds.append(kind)
+                position += count
+        jacobians = _jacobians(call, out, targets, nodes, kinds)
+    finally:
+        call.finish()
+    grad: Any = Grads(params, jacobians) if params is not None else tuple(jacobians)
+    return WithJacobian(_nested_output(out, call), grad)
+
+
+def jacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> Any:
+    """For each argument, the Jacobian of ``f`` (see :func:`withjacobian`); a tuple.
+
+    ``jacobian(lambda: ..., ps)`` with ``ps`` a :class:`Params` returns Grads.
+    """
+    return withjacobian(f, *args, mode=mode).grad
+
+
+def hessian(f: Callable[..., Any], x: Any, *, mode: str | None = None) -> Any:
+    """The Hessian of scalar-valued ``f`` at ``x``: ``H[i, j] = ∂²f / ∂x.flat[i] ∂x.flat[j]``.
+
+    For an array ``x`` (any shape) a square matrix of side ``x.size``; for a
+    number a number. Computed reverse over reverse (mutagrad has no forward
+    mode): the Jacobian of the gradient, one forward pass and one sweep per
+    element of ``x``. ``mode`` applies to both levels.
+    """
+    if _argument_kind(x) == _NONE:
+        raise TypeError(f"hessian needs an array or a number, got {type(x).__name__}")
+
+    def gradient_of_f(x: Any) -> Any:
+        (g,) = gradient(f, x, mode=mode)
+        return g if g is not None else np.zeros(np.shape(x))
+
+    (h,) = jacobian(gradient_of_f, x, mode=mode)
+    if _argument_kind(x) == _VECTOR:
+        return h[0] if isinstance(h, WrappedValue) else float(h[0])
+    return h
+
+
+def hessian_reverse(f: Callable[..., Any], x: Any, *, mode: str | None = None) -> Any:
+    """The Hessian by reverse over reverse: the Jacobian of the gradient.
+
+    Identical to :func:`hessian` here; Zygote's ``hessian`` uses forward mode
+    over reverse and ``hessian_reverse`` this, and mutagrad keeps both names.
+    """
+    return hessian(f, x, mode=mode)
+
+
+def diaghessian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, ...]:
+    """The diagonal of the Hessian of scalar-valued ``f``, for each argument: a tuple.
+
+    For an array argument an array of its shape with ``h.flat[i] =
+    ∂²f / ∂a.flat[i]²``; for a number a float; None for other arguments. Only
+    second derivatives within one argument appear (the cross terms between
+    arguments are not part of any diagonal). One forward pass; one sweep per
+    element of the array and number arguments.
+    """
+    kinds = [_argument_kind(a) for a in args]
+    sizes = [int(np.size(a._data if isinstance(a, WrappedValue) else a)) for a in args]
+    shapes = [np.shape(a._data if isinstance(a, WrappedValue) else a) for a in args]
+
+    def all_gradients(*xs: Any) -> Any:
+        grads = gradient(f, *xs, mode=mode)
+        parts = []
+        for g, kind, size in zip(grads, kinds, sizes):
+            if kind == _NONE:
+                continue
+            parts.append(np.zeros(size) if g is None else np.reshape(g, (size,)))
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    jacobians = jacobian(all_gradients, *args, mode=mode)
+    result: list[Any] = []
+    offset = 0
+    for j, kind, size, shape in zip(jacobians, kinds, sizes, shapes):
+        if kind == _NONE:
+            result.append(None)
+            continue
+        block = np.reshape(j, (-1, size))[offset : offset + size]
+        diagonal = np.diagonal(block).copy()
+        offset += size
+        if kind == _VECTOR:
+            traced = isinstance(diagonal, WrappedValue)
+            result.append(diagonal[0] if traced else float(diagonal[0]))
+        else:
+            result.append(np.reshape(diagonal, shape))
+    return tuple(result)
+
+
+__all__ = ["WithJacobian", "diaghessian", "hessian", "hessian_reverse", "jacobian", "withjacobian"]

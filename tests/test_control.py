@@ -1,0 +1,413 @@
+"""Derivative control: ignore_derivatives, non_differentiable, checkpointed, hook."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import mutagrad
+import mutagrad.numpy as mnp
+from mutagrad.custom import clear_rule
+from mutagrad.testing import check_gradient
+
+RNG = np.random.default_rng(3)
+W = RNG.standard_normal((4, 4)) / 2
+
+
+def block(h):
+    for _ in range(3):
+        h = np.tanh(W @ h)
+    return h
+
+
+def plain_loss(x):
+    return np.sum(block(block(x)) ** 2)
+
+
+def checkpointed_loss(x):
+    return np.sum(mutagrad.checkpointed(block, mutagrad.checkpointed(block, x)) ** 2)
+
+
+X = RNG.standard_normal(4)
+
+
+# -- ignore_derivatives ----------------------------------------------------------------
+
+
+def test_ignore_derivatives_of_a_value_is_a_constant_with_the_same_value():
+    def f(x):
+        c = mutagrad.ignore_derivatives(x)
+        assert not mutagrad.is_traced(c)
+        np.testing.assert_array_equal(np.asarray(c), [1.0, 2.0])
+        return np.sum(x * c)
+
+    (g,) = mutagrad.gradient(f, np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g, [1.0, 2.0])  # only the traced factor
+
+
+def test_ignore_derivatives_of_a_function_returns_constants():
+    def f(x):
+        y = mutagrad.ignore_derivatives(lambda: x * 3)
+        return np.sum(y * x)
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.array([1.0, 2.0]))[0], [3.0, 6.0])
+    assert mutagrad.gradient(lambda x: mutagrad.ignore_derivatives(x) * 2.0, 3.0) == (None,)
+
+
+def test_ignore_derivatives_of_structures():
+    def f(x):
+        parts = mutagrad.ignore_derivatives({"a": x * 2, "b": [x, "s"]})
+        assert not mutagrad.is_traced(parts["a"]) and not mutagrad.is_traced(parts["b"][0])
+        return np.sum(x * parts["a"])
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(2))[0], [2.0, 2.0])
+
+
+def test_writes_inside_an_ignored_function_keep_their_gradient():
+    # ChainRules' wrong_grads gives 0 here; mutagrad records the write and gives
+    # the true gradient (the closure's side effect is part of the computation).
+    def f(x):
+        y = mnp.zeros(3)
+        mutagrad.ignore_derivatives(lambda: y.__setitem__(slice(0, 2), x * x))
+        return np.sum(y)
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.array([1.0, 3.0]))[0], [2.0, 6.0])
+
+
+def test_ignore_derivatives_outside_a_gradient_call():
+    assert mutagrad.ignore_derivatives(lambda: 3) == 3
+    np.testing.assert_array_equal(np.asarray(mutagrad.ignore_derivatives(np.ones(2))), [1, 1])
+
+
+# -- non_differentiable ------------------------------------------------------------------
+
+
+def test_non_differentiable_primitive_output_is_a_constant():
+    @mutagrad.primitive
+    def round_to_half(x):
+        return np.floor(np.asarray(x) * 2 + 0.5) / 2  # np.asarray: not traceable
+
+    with pytest.raises(mutagrad.TracerConversionError):
+        mutagrad.gradient(lambda x: np.sum(round_to_half(x) * x), np.array([0.3, 1.4]))
+    assert mutagrad.non_differentiable(round_to_half) is round_to_half
+    try:
+        (g,) = mutagrad.gradient(lambda x: np.sum(round_to_half(x) * x), np.array([0.3, 1.4]))
+        np.testing.assert_array_equal(g, [0.5, 1.5])  # d/dx: the rounded values only
+    finally:
+        clear_rule(round_to_half)
+
+
+def test_non_differentiable_refuses_a_plain_python_function():
+    with pytest.raises(mutagrad.MutagradError, match="primitive"):
+        mutagrad.non_differentiable(lambda x: x)
+
+
+# -- checkpointed --------------------------------------------------------------------------
+
+
+def test_checkpointed_gradient_equals_the_plain_gradient():
+    (plain,) = mutagrad.gradient(plain_loss, X)
+    for mode in ("strict", "poison", "snapshot"):
+        (g,) = mutagrad.gradient(checkpointed_loss, X, mode=mode)
+        np.testing.assert_allclose(g, plain, rtol=1e-12, atol=1e-14)
+    check_gradient(checkpointed_loss, X)
+
+
+def test_checkpointed_keeps_one_node_per_segment():
+    plain = mutagrad.explain(plain_loss, X, file=None)
+    ckpt = mutagrad.explain(checkpointed_loss, X, file=None)
+    names = [op.name for op in ckpt.operations]
+    assert names.count("checkpointed") == 2
+    assert len(ckpt.operations) < len(plain.operations) / 2
+
+
+def test_checkpointed_outside_a_gradient_call_just_calls_f():
+    np.testing.assert_array_equal(mutagrad.checkpointed(block, X), block(X))
+
+
+def test_checkpointed_segment_that_fills_a_buffer():
+    def fill(h):
+        b = np.empty_like(h)
+        for i in range(len(h)):
+            b[i] = np.sin(h[i]) * h[i]
+        return b
+
+    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(fill, x)), X)
+    np.testing.assert_allclose(g, np.sin(X) + X * np.cos(X))
+    with pytest.raises(mutagrad.MutationError):
+        mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(fill, x)), X, mode="strict")
+
+
+def test_checkpointed_with_several_and_structured_arguments():
+    def segment(h, params, scale):
+        return np.tanh(params["w"] @ h + params["b"]) * scale
+
+    def loss(x, w, b, scale):
+        return np.sum(mutagrad.checkpointed(segment, x, {"w": w, "b": b}, scale) ** 2)
+
+    def reference(x, w, b, scale):
+        return np.sum(segment(x, {"w": w, "b": b}, scale) ** 2)
+
+    args = (X, W, RNG.standard_normal(4), 1.5)
+    got = mutagrad.gradient(loss, *args)
+    want = mutagrad.gradient(reference, *args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_checkpointed_segment_returning_its_argument_or_a_scalar():
+    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda h: h[1:], x) ** 2), X)
+    np.testing.assert_allclose(g, np.r_[0.0, 2 * X[1:]])
+    (g,) = mutagrad.gradient(lambda x: mutagrad.checkpointed(lambda h: np.sum(h**3), x) * 2, X)
+    np.testing.assert_allclose(g, 6 * X**2)
+
+
+def test_checkpointed_refuses_writing_a_closed_over_wrapped_array():
+    counter = mutagrad.array([0.0])
+
+    def counting(h):
+        counter[0] += 1
+        return h * 2
+
+    with pytest.raises(mutagrad.MutagradError, match="writes a WrappedArray"):
+        mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(counting, x)), X)
+
+
+def test_checkpointed_refuses_writing_a_closed_over_ndarray_and_restores_it():
+    scratch = np.zeros(1)
+
+    def scribbling(h):
+        scratch[0] = 1.0
+        return h * 2
+
+    with pytest.raises(mutagrad.MutagradError, match="writes an ndarray"):
+        mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(scribbling, x)), X)
+    assert scratch.flags.writeable and scratch[0] == 0.0
+
+
+class RunningMean:
+    """A layer that updates state in its forward pass (BatchNorm's running mean)."""
+
+    def __init__(self):
+        self.mean = mutagrad.array(np.zeros(4))
+
+    def __call__(self, h):
+        self.mean[:] = 0.9 * self.mean + 0.1 * mutagrad.ignore_derivatives(h)
+        return h - 1.0
+
+
+def test_checkpointed_finds_state_in_objects_methods_and_partials():
+    layer = RunningMean()
+    for f in (layer, layer.__call__, functools.partial(lambda lyr, h: lyr(h), layer)):
+        with pytest.raises(mutagrad.MutagradError, match="did not create"):
+            mutagrad.gradient(lambda x, f=f: np.sum(mutagrad.checkpointed(f, x)), X)
+
+
+def test_closed_over_traced_values_get_their_gradient():
+    def loss(x, w):
+        return np.sum(mutagrad.checkpointed(lambda h: np.tanh(h * w), x))
+
+    def reference(x, w):
+        return np.sum(np.tanh(x * w))
+
+    got = mutagrad.gradient(loss, X, 2.0)
+    want = mutagrad.gradient(reference, X, 2.0)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    assert got[1] == pytest.approx(want[1], rel=1e-12)
+
+
+class Dense:
+    """A layer holding its weights, as Flux layers do."""
+
+    def __init__(self, rng, n):
+        self.W = mutagrad.array(rng.standard_normal((n, n)) / 2)
+        self.b = mutagrad.array(np.zeros(n))
+
+    def __call__(self, h):
+        return np.tanh(self.W @ h + self.b)
+
+
+def test_checkpointed_layer_with_implicit_parameters():
+    rng = np.random.default_rng(5)
+    first, second = Dense(rng, 4), Dense(rng, 4)
+    ps = mutagrad.Params([first.W, first.b, second.W, second.b])
+
+    def plain():
+        return np.sum(second(first(X)) ** 2)
+
+    def with_checkpoints():
+        return np.sum(mutagrad.checkpointed(second, mutagrad.checkpointed(first, X)) ** 2)
+
+    want = mutagrad.gradient(plain, ps)
+    got = mutagrad.gradient(with_checkpoints, ps)
+    for w in ps:
+        np.testing.assert_allclose(got[w], want[w], rtol=1e-12, atol=1e-15)
+    assert all(w._node is None for w in ps)
+
+
+def test_second_derivatives_through_a_closed_over_traced_value():
+    def loss(x, w):
+        return np.sum(mutagrad.checkpointed(lambda h: np.sin(h * w), x))
+
+    check_gradient(loss, X, 0.7, order=2)
+
+
+def test_checkpointed_refuses_a_traced_value_it_cannot_see():
+    import weakref
+
+    def loss(x, w):
+        hidden = weakref.ref(w)  # the watch does not look through weak references
+        return np.sum(mutagrad.checkpointed(lambda h: h * hidden(), x))
+
+    with pytest.raises(mutagrad.MutagradError, match="Pass it as an argument"):
+        mutagrad.gradient(loss, X, np.array(2.0))
+
+
+def test_checkpointed_may_read_closed_over_constants():
+    c = mutagrad.array([1.0, 2.0, 3.0, 4.0])
+    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda h: h * c, x)), X)
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0, 4.0])
+
+
+def test_a_later_write_to_a_closed_over_constant_poisons_the_segment():
+    c = mutagrad.array([1.0, 2.0, 3.0, 4.0])
+
+    def loss(x):
+        y = mutagrad.checkpointed(lambda h: h * c, x)  # the pullback reads c again
+        c[0] = 100.0
+        return np.sum(y * y)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(loss, X)
+    c[0] = 1.0
+    with pytest.raises(mutagrad.SnapshotUnavailableError):
+        mutagrad.gradient(loss, X, mode="snapshot")
+
+
+def test_a_later_write_to_an_argument_poisons_or_is_snapshotted():
+    def loss(x):
+        y = x * 1.0
+        z = mutagrad.checkpointed(lambda h: h**2, y)
+        y[0] = 100.0
+        return np.sum(z)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(loss, X)
+    np.testing.assert_allclose(mutagrad.gradient(loss, X, mode="snapshot")[0], 2 * X)
+
+
+def test_a_recomputation_with_a_different_value_is_refused():
+    rng = np.random.default_rng(0)
+
+    def noisy(h):
+        return h * rng.random()
+
+    with pytest.raises(mutagrad.MutagradError, match="different value"):
+        mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(noisy, x)), X)
+
+
+def test_writing_the_checkpointed_output_afterwards_is_fine():
+    def loss(x):
+        y = mutagrad.checkpointed(lambda h: h**2, x)
+        s = np.sum(y * 3.0)
+        y[:] = 0.0  # the output's old value is not needed by anyone
+        return s
+
+    np.testing.assert_allclose(mutagrad.gradient(loss, X)[0], 6 * X)
+
+
+def test_second_derivatives_through_checkpointed():
+    np.testing.assert_allclose(mutagrad.hessian(checkpointed_loss, X),
+                               mutagrad.hessian(plain_loss, X), atol=1e-12)  # fmt: skip
+    check_gradient(checkpointed_loss, X, order=2)
+
+
+def test_checkpointed_inside_an_inner_gradient():
+    def outer(x):
+        (g,) = mutagrad.gradient(checkpointed_loss, x)
+        return np.sum(g**2)
+
+    def reference(x):
+        (g,) = mutagrad.gradient(plain_loss, x)
+        return np.sum(g**2)
+
+    np.testing.assert_allclose(mutagrad.gradient(outer, X)[0], mutagrad.gradient(reference, X)[0],
+                               atol=1e-12)  # fmt: skip
+
+
+def test_checkpointed_segment_that_takes_a_gradient_itself():
+    def segment(h):
+        return mutagrad.gradient(lambda v: np.sum(np.sin(v) * v), h)[0]
+
+    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(segment, x)), X)
+    np.testing.assert_allclose(g, 2 * np.cos(X) - X * np.sin(X))
+
+
+# -- hook ---------------------------------------------------------------------------------
+
+
+def test_hook_sees_the_cotangent_and_leaves_the_gradient_alone():
+    seen = []
+
+    def f(x):
+        return np.sum(mutagrad.hook(lambda g: seen.append(np.array(g)), x * 2) ** 2)
+
+    (g,) = mutagrad.gradient(f, X)
+    np.testing.assert_allclose(g, 8 * X)
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0], 4 * X)  # d/d(2x) of sum((2x)^2)
+
+
+def test_hook_can_replace_the_cotangent():
+    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.hook(lambda g: 3 * g, x**2)), X)
+    np.testing.assert_allclose(g, 6 * X)
+    (g,) = mutagrad.gradient(
+        lambda x: np.sum(mutagrad.hook(lambda g: np.clip(g, -1, 1), x) * 10), X
+    )
+    np.testing.assert_array_equal(g, np.ones(4))
+
+
+def test_hook_forward_value_and_cases_without_gradient():
+    y = np.arange(3.0)
+    assert mutagrad.hook(print, y) is y  # outside a gradient call: x itself
+    calls = []
+
+    def f(x):
+        c = mutagrad.hook(calls.append, mutagrad.ignore_derivatives(x))
+        h = mutagrad.hook(calls.append, x * 1.0)
+        np.testing.assert_array_equal(np.asarray(mutagrad.ignore_derivatives(h)), np.asarray(c))
+        return np.sum(x) + 0.0 * np.sum(c)
+
+    mutagrad.gradient(f, X)
+    assert calls == []  # c carries no gradient; no gradient reaches h
+
+
+def test_hook_gets_a_read_only_cotangent():
+    def f(x):
+        def try_to_write(g):
+            g[0] = 5.0
+
+        return np.sum(mutagrad.hook(try_to_write, x * 1.0))
+
+    with pytest.raises(ValueError, match="read-only"):
+        mutagrad.gradient(f, X)
+
+
+def test_hook_is_called_once_per_jacobian_row():
+    seen = []
+    mutagrad.jacobian(lambda x: mutagrad.hook(seen.append, x * 2), X)
+    assert len(seen) == 4
+
+
+def test_hook_refuses_a_tuple_of_traced_values():
+    with pytest.raises(TypeError, match="one array"):
+        mutagrad.gradient(lambda x: np.sum(mutagrad.hook(print, (x, x))[0]), X)
+
+
+def test_hook_in_a_second_derivative():
+    seen = []
+    h = mutagrad.hessian(lambda x: np.sum(mutagrad.hook(seen.append, x**3)), np.array([1.0, 2.0]))
+    np.testing.assert_allclose(h, np.diag([6.0, 12.0]))
+    assert seen  # called on traced cotangents during the recorded inner sweep
