@@ -40,6 +40,7 @@ from mutagrad.core.wrapped import (
     call_without_derivative,
     guarded_arguments,
     node_of,
+    refusing_writes_by,
     unaliased,
     unwrap,
     wrap,
@@ -121,7 +122,8 @@ class ClosureRule(Rule):
                  for a in args]  # fmt: skip
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
-        y, back = self.rule(*guarded_arguments(args, raw), **unwrap(kwargs))
+        with refusing_writes_by(self.name):
+            y, back = self.rule(*guarded_arguments(args, raw), **unwrap(kwargs))
         y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(

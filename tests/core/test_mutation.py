@@ -354,3 +354,74 @@ def test_snapshot_mode_cannot_redirect_a_closure_rule_and_says_how_to_fix_it():
 
     mutagrad.defvjp(scaled, lambda g, ans, x: 3 * g, reads=((),))  # declared: nothing saved
     np.testing.assert_array_equal(mutagrad.gradient(f, np.ones(2), mode="snapshot")[0], [3, 3])
+
+
+# -- precision: writes that change nothing a capture holds -------------------------------------
+
+
+def test_augmented_assignment_through_a_subscript_is_one_write():
+    # Python runs `y[:, j] /= s` as an in-place divide of the view y[:, j], then
+    # `y[:, j] = <that view>`: a store of the view onto itself, which must not count.
+    def f(x):
+        y = x * 1.0
+        for j in range(y.shape[1]):
+            y[:, j] /= np.sum(y[:, j])
+        return np.sum(y * np.arange(6.0).reshape(3, 2))
+
+    x = np.array([[0.5, 1.0], [1.5, 2.0], [2.5, 0.7]])
+    same_value(f, x)
+    check_gradient(f, x)
+    with pytest.raises(mutagrad.MutationError):  # strict mode still sees the writes
+        mutagrad.gradient(f, x, mode="strict")
+
+
+def test_clip_into_its_own_input_keeps_nothing_it_overwrites():
+    def f(x):
+        y = x * 2.0
+        np.clip(y, -1.0, 1.0, out=y)
+        return np.sum(y * x)
+
+    check_gradient(f, np.array([0.2, -0.9, 0.7, 0.1]))
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: y.__setitem__(y > 100.0, 0.0),  # selects nothing
+        lambda y: y.__setitem__([3, 3], 1.0),  # misses the saved part
+        lambda y: np.copyto(y, 0.0, where=np.array([False, False, False, True])),
+    ],
+    ids=["empty-mask", "fancy-elsewhere", "copyto-elsewhere"],
+)
+def test_advanced_writes_poison_only_captures_holding_a_written_element(write):
+    def f(x):
+        y = x * 1.0
+        s = np.sum(np.sin(y[:3]))  # saves y[:3]
+        write(y)
+        return s + np.sum(y)
+
+    check_gradient(f, np.array([0.2, -0.9, 0.7, 0.1]))
+
+    def g(x):
+        y = x * 1.0
+        s = np.sum(np.sin(y))  # saves all of y, element 3 included
+        write(y)
+        return s + np.sum(y)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError):  # x[3] > 100: every write lands
+        mutagrad.gradient(g, np.array([0.2, -0.9, 0.7, 200.0]))
+
+
+def test_a_rule_that_writes_into_its_argument_is_refused_where_it_writes():
+    @mutagrad.primitive
+    def double_and_sum(a):
+        a *= 2
+        return np.sum(a)
+
+    @mutagrad.rrule(double_and_sum)
+    def double_and_sum_rule(a):
+        return double_and_sum(a), lambda dy: (2 * dy * np.ones_like(a),)
+
+    with pytest.raises(mutagrad.NotDifferentiableError) as info:
+        mutagrad.gradient(lambda x: double_and_sum(x * 1.0), np.ones(3))
+    assert "a *= 2" in str(info.value) and "no rule at all" in str(info.value)

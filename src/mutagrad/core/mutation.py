@@ -37,6 +37,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import format_site, user_site
+from mutagrad.core.tangents import Region, layout_buffer, layout_of
 from mutagrad.core.wrapped import (
     BORROWED,
     BUFFER,
@@ -158,15 +159,61 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
         return True  # conservative: treat as overlapping
 
 
-def invalidate(base: WrappedArray, place: np.ndarray, write: WriteRecord, own: Node | None) -> None:
-    """Poison or snapshot every live capture on ``base`` that overlaps ``place``."""
+class Touched:
+    """The elements an advanced-index or masked write really changes, for exact overlap tests.
+
+    ``hits`` is a boolean array laid out like the base (see
+    :class:`~mutagrad.core.tangents.Region`): a capture overlaps the write if
+    its region of ``hits`` holds a True. A write that selects nothing, or
+    only elements outside a capture, then poisons nothing.
+    """
+
+    __slots__ = ("base_data", "hits")
+
+    def __init__(self, view: np.ndarray, selected: np.ndarray, base_data: np.ndarray):
+        self.base_data = base_data
+        self.hits = layout_buffer(base_data.shape, np.dtype(bool), layout_of(base_data))
+        Region(view, base_data).view_of(self.hits)[selected] = True
+
+    def overlaps(self, region: np.ndarray) -> bool:
+        try:
+            return bool(Region(region, self.base_data).view_of(self.hits).any())
+        except NotDifferentiableError:  # a dtype-reinterpreting view: be conservative
+            return True
+
+
+def _selection(view: np.ndarray, key: Any, mask: Any) -> np.ndarray:
+    """A boolean array over ``view``: the elements ``view[key] = ...`` (or the mask) writes."""
+    if mask is not None:
+        return np.broadcast_to(np.asarray(mask, dtype=bool), view.shape)
+    selected = np.zeros(view.shape, dtype=bool)
+    selected[key] = True
+    return selected
+
+
+def invalidate(
+    base: WrappedArray,
+    place: np.ndarray,
+    write: WriteRecord,
+    own: Node | None,
+    touched: Touched | None = None,
+) -> None:
+    """Poison or snapshot every live capture on ``base`` that overlaps ``place``.
+
+    ``touched``, for advanced-index and masked writes, says exactly which
+    elements of ``place`` change.
+    """
     caps = base._captures
     if not caps:
         return
     keep = []
     for c in caps:
         region = c.region
-        if region is None or not _overlaps(region, place):
+        if (
+            region is None
+            or not _overlaps(region, place)
+            or (touched is not None and not touched.overlaps(region))
+        ):
             if region is not None:
                 keep.append(c)
             continue
@@ -283,7 +330,9 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     else:
         raw_value = unwrap(value) if isinstance(value, (list, tuple)) else value
         value_node = None
-    base = prepare_write(w, operation, trace)
+    base = prepare_write(w, operation, trace)  # strict mode refuses even a no-op write
+    if basic and mask is None and _is_self_assignment(w, key, value):
+        return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
     data = w._data
     if (
         value_node is not None
@@ -308,7 +357,11 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         if value_node is not None:
             winners = _winners(data, key)
     write = _write_record(base, operation, key, place, trace)
-    invalidate(base, place, write, None)
+    touched = None
+    if kind != NO_INDEX and base._captures:
+        touched = Touched(data, _selection(data, key, index_out if mask is not None else None),
+                          base._data)  # fmt: skip
+    invalidate(base, place, write, None, touched)
     if mask is None:
         data[key] = raw_value
     else:
@@ -316,6 +369,25 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     base._version += 1
     if trace is not None:
         commit(base, place, value_node, trace, kind, index_out, winners)
+
+
+def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
+    """Whether ``w[key] = value`` stores a view onto exactly the memory it came from."""
+    if not isinstance(value, WrappedValue) or type(value._data) is not np.ndarray:
+        return False
+    base = w._base if w._base is not None else w
+    value_base = value._base if value._base is not None else value
+    if value_base is not base:
+        return False
+    place = w._data[key]
+    source = value._data
+    return (
+        isinstance(place, np.ndarray)
+        and place.shape == source.shape
+        and place.strides == source.strides
+        and place.dtype == source.dtype
+        and place.__array_interface__["data"][0] == source.__array_interface__["data"][0]
+    )
 
 
 def _winners(data: np.ndarray, key: Any) -> np.ndarray | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from types import CodeType
+from types import CodeType, TracebackType
 
 import numpy
 
@@ -49,6 +49,17 @@ def user_site(depth: int = 2) -> Site | None:
             return code, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+def innermost_user_site(traceback: TracebackType | None) -> Site | None:
+    """The deepest frame of ``traceback`` in the user's code: where an error was raised."""
+    found = None
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if not code.co_filename.startswith(_INTERNAL_PREFIXES):
+            found = (code, traceback.tb_lineno)
+        traceback = traceback.tb_next
+    return found
 
 
 def describe_site(site: Site | None) -> str:

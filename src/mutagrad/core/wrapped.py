@@ -18,8 +18,10 @@ view records a VIEW_READ node from it (cached until the next write).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -28,7 +30,7 @@ import numpy as np
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, Node, VjpRule, record, save_output
 from mutagrad.core.regions import VIEW_READ
-from mutagrad.core.sites import describe_site, user_site
+from mutagrad.core.sites import describe_site, format_site, innermost_user_site, user_site
 from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
 
 # Flags. On a base: BORROWED (memory is the caller's; copy before the first
@@ -745,7 +747,9 @@ def apply(
         if rule.trusted:
             result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
         else:
-            result = unaliased(rule.fun(*guarded_arguments(args, raw), **(kwargs or {})), raw)
+            with refusing_writes_by(rule.name):
+                result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))
+            result = unaliased(result, raw)
     if not active or _truncated(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
@@ -766,6 +770,24 @@ def guarded_arguments(args: Any, raw: list[Any]) -> list[Any]:
             r = engine.read_only(r) if isinstance(a, WrappedValue) else r.copy()
         guarded.append(r)
     return guarded
+
+
+@contextlib.contextmanager
+def refusing_writes_by(name: str) -> Iterator[None]:
+    """Turn numpy's "read-only" error from a user's rule into an explanation."""
+    try:
+        yield
+    except ValueError as error:
+        if "read-only" not in str(error):
+            raise
+        raise NotDifferentiableError(
+            f"the rule for {name} wrote into one of its arguments, at\n"
+            f"{format_site(innermost_user_site(error.__traceback__))}\n"
+            "A rule cannot tell the tape about a write to its argument, so the engine hands "
+            "rules read-only views. Write the rule for a version of the function that does "
+            "not mutate its arguments, or give the mutating function no rule at all: "
+            "mutagrad then traces its body, writes included."
+        ) from error
 
 
 def unaliased(result: Any, raw: list[Any]) -> Any:

@@ -61,6 +61,12 @@ ufunc_rule(
     lambda g, ans, x, y: -g * np.trunc(x / y),
     reads=((), (0, 1)),
 )
+ufunc_rule(
+    np.ldexp,
+    lambda g, ans, x, exponent: np.ldexp(g, exponent),
+    lambda g, ans, x, exponent: None,  # an integer exponent: no derivative
+    reads=((1,), ()),
+)
 ufunc_rule(np.absolute, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 ufunc_rule(np.fabs, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 
@@ -143,7 +149,9 @@ WHERE = VjpRule(
     "where",
     np.where,
     (
-        None,
+        # The condition (a traced float used as one too: np.where(y, ...)) is
+        # piecewise constant: no gradient flows into it.
+        lambda g, ans, condition, x, y: None,
         lambda g, ans, condition, x, y: np.where(condition, g, 0.0),
         lambda g, ans, condition, x, y: np.where(condition, 0.0, g),
     ),
@@ -159,38 +167,27 @@ def where(condition, *values):
     return apply(WHERE, (condition, x, y))
 
 
-def _clip_vjp(g, ans, x, lo, hi):
-    inside = np.ones(np.shape(x), dtype=bool)
-    if lo is not None:
-        inside = inside & (x >= lo)
-    if hi is not None:
-        inside = inside & (x <= hi)
-    return np.where(inside, g, 0.0)
+def _clip_hits(ans, lo, hi):
+    """Where the output sits on the upper bound, on the lower one, and strictly inside.
 
-
-def _clip_bound_vjp(g, ans, x, lo, hi, low):
-    # Where a_min > a_max numpy returns a_max whatever x is (as documented), so
-    # there a_max gets the whole cotangent and a_min none: each vjp reads both bounds.
-    if low:
-        hit = x < lo
-        if hi is not None:
-            hit = hit & (lo <= hi)
-    else:
-        hit = x > hi
-        if lo is not None:
-            hit = hit | (lo > hi)
-    return np.where(hit, g, 0.0)
+    Read from the output, not the input, so that ``np.clip(y, lo, hi, out=y)``
+    keeps nothing of the ``y`` it overwrites. Where a_min > a_max numpy gives
+    a_max, so the upper bound wins ties.
+    """
+    at_hi = (ans == hi) if hi is not None else np.zeros(np.shape(ans), dtype=bool)
+    at_lo = ((ans == lo) & ~at_hi) if lo is not None else np.zeros(np.shape(ans), dtype=bool)
+    return at_hi, at_lo, ~(at_hi | at_lo)
 
 
 CLIP = VjpRule(
     "clip",
     np.clip,
     (
-        _clip_vjp,
-        lambda g, ans, x, lo, hi: _clip_bound_vjp(g, ans, x, lo, hi, True),
-        lambda g, ans, x, lo, hi: _clip_bound_vjp(g, ans, x, lo, hi, False),
+        lambda g, ans, x, lo, hi: np.where(_clip_hits(ans, lo, hi)[2], g, 0.0),
+        lambda g, ans, x, lo, hi: np.where(_clip_hits(ans, lo, hi)[1], g, 0.0),
+        lambda g, ans, x, lo, hi: np.where(_clip_hits(ans, lo, hi)[0], g, 0.0),
     ),
-    ((0, 1, 2), (0, 1, 2), (0, 1, 2)),
+    ((ANS, 1, 2), (ANS, 1, 2), (ANS, 1, 2)),
     params=False,
 )
 
