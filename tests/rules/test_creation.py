@@ -219,6 +219,55 @@ def test_copyto_checks_casting_like_numpy():
     np.testing.assert_array_equal(mutagrad.gradient(f, x)[0], [1.0, 1.0])
 
 
+# -- linspace and logspace -----------------------------------------------------
+
+
+@given(data=st.data())
+def test_linspace(data):
+    """Traced end points (scalars or broadcast arrays): numpy's arithmetic, numpy's values."""
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
+    start = data.draw(arrays(shapes.input_shapes[0]), label="start")
+    stop = data.draw(arrays(shapes.input_shapes[1]), label="stop")
+    num = data.draw(st.integers(0, 5), label="num")
+    endpoint = data.draw(st.booleans(), label="endpoint")
+    axis = data.draw(st.integers(-len(shapes.result_shape) - 1, len(shapes.result_shape)))
+
+    def f(start, stop):
+        return np.linspace(start, stop, num, endpoint, axis=axis)
+
+    check_op(f, start, stop)
+    check_op(lambda start: f(start, stop), start)  # stop a constant
+    check_gradient(lambda start, stop: np.sum(f(start, stop) ** 2), start, stop, order=2)
+
+
+@given(start=ELEMENTS, stop=ELEMENTS)
+def test_linspace_step_and_dtype(start, stop):
+    check_op(lambda a, b: np.linspace(a, b, 4, retstep=True)[1], start, stop)
+
+    def floored(a, b):
+        result = np.linspace(a, b, 3, dtype=int)  # floored: a constant
+        assert result.dtype.kind == "i" and not mutagrad.is_traced(result)
+        return result
+
+    expected = np.linspace(start, stop, 3, dtype=int)
+    np.testing.assert_array_equal(mutagrad.withgradient(lambda a, b: (a + b, floored(a, b)),
+                                                        start, stop).val[1], expected)  # fmt: skip
+
+
+@given(data=st.data())
+def test_logspace(data):
+    start = data.draw(arrays(hnp.array_shapes(min_dims=0, max_dims=1, max_side=3)))
+    stop = data.draw(st.floats(-1, 1), label="stop")
+    base = data.draw(st.one_of(st.floats(0.5, 3), arrays(np.shape(start)).map(
+        lambda b: np.abs(b) + 0.5)), label="base")  # fmt: skip
+    num = data.draw(st.integers(0, 4), label="num")
+    start = start / 3  # moderate powers
+    check_op(lambda start: np.logspace(start, stop, num, base=base), start)
+    if isinstance(base, np.ndarray) and np.ndim(start) == 0:
+        check_op(lambda start, base: np.logspace(start, stop, num, base=base, axis=-1), start,
+                 base)  # fmt: skip
+
+
 # -- coverage ------------------------------------------------------------------
 
 
@@ -237,7 +286,7 @@ def rules_defined_in(module):
 
 
 def test_every_rule_of_the_module_is_tested():
-    tested = {*LIKE, np.full_like, np.copyto}
+    tested = {*LIKE, np.full_like, np.copyto, np.linspace, np.logspace}
     registered = rules_defined_in("mutagrad.rules.creation")
     assert registered, "found no rules: did the registry change?"
     missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}

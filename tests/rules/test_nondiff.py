@@ -117,6 +117,15 @@ FLOAT_CASES = [
     (np.argmax, lambda x: (np.argmax(x), np.argmax(x, axis=0), x.argmax(axis=-1))),
     (np.argmin, lambda x: (np.argmin(x), x.argmin(axis=0))),
     (np.argsort, lambda x: (np.argsort(x), x.argsort(axis=0))),
+    (np.argpartition, lambda x: np.argpartition(x, 0, axis=None)),
+    (
+        np.nanargmax,
+        lambda x: np.nanargmax(np.where(x < np.max(x, axis=-1, keepdims=True), np.nan, x), axis=-1),
+    ),
+    (np.nanargmin, lambda x: np.nanargmin(x, axis=0)),
+    (np.lexsort, lambda x: (np.lexsort(x), np.lexsort((np.ravel(x), -np.ravel(x))))),
+    (np.isin, lambda x: np.isin(x, [0.35, -0.15, 1.1])),
+    (np.linalg.matrix_rank, lambda x: np.linalg.matrix_rank(x)),
     (np.argwhere, lambda x: np.argwhere(x > 0)),
     (np.nonzero, lambda x: np.nonzero(x > 0.5) + x.nonzero()),
     (np.flatnonzero, lambda x: np.flatnonzero(x < 0)),
@@ -215,7 +224,7 @@ NO_RULE = [
     ("np.copysign", np.copysign, lambda x: np.sum(np.copysign(x, -1.0))),  # a ufunc
     ("np.add.accumulate", (np.add, "accumulate"), lambda x: np.sum(np.add.accumulate(x))),
     # numpy's Python implementation converts its input to a raw array
-    ("np.linalg.eigvalsh", np.linalg.eigvalsh, lambda x: np.sum(np.linalg.eigvalsh(x))),
+    ("np.linalg.svd", np.linalg.svd, lambda x: np.sum(np.linalg.svd(x, compute_uv=False))),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Rules of mutagrad/rules/reductions.py: sum, mean, prod, max/amax, min/amin, var, std
-and ``ufunc.reduce`` of add, multiply, maximum and minimum.
+"""Rules of mutagrad/rules/reductions.py: sum, mean, prod, max/amax, min/amin, var, std,
+average and ``ufunc.reduce`` of add, multiply, maximum and minimum.
 
 Values on WrappedArrays equal numpy's; gradients match finite differences for
 axis None, int, negative int and tuple, with and without keepdims, through the
@@ -173,6 +173,11 @@ def test_prod_with_zeros(x, initial):
         check_op(lambda x: np.prod(x, axis=(0, -1), keepdims=True), x)
 
 
+def test_prod_with_zeros_to_second_order():
+    x = np.array([[0.0, 1.0], [1.5, 0.5]])
+    check_gradient(lambda x: np.sum(np.prod(x, axis=0) ** 2), x, order=2)
+
+
 def test_prod_with_zeros_by_hand():
     x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 4.0]])
     (g,) = mutagrad.gradient(lambda x: np.sum(np.prod(x, axis=1)), x)
@@ -186,6 +191,43 @@ def test_max_and_min_share_the_gradient_between_ties():
     x = np.array([[1.0, 3.0, 3.0], [1.0, 2.0, 1.0]])
     (g,) = mutagrad.gradient(lambda x: np.min(x), x)
     np.testing.assert_allclose(g, [[1 / 3, 0.0, 0.0], [1 / 3, 0.0, 1 / 3]])
+
+
+# -- average -------------------------------------------------------------------
+
+
+@given(data=st.data())
+def test_average(data):
+    """Unweighted, weighted (weights of a's shape or of the axis), traced weights too."""
+    x = data.draw(arrays(NONEMPTY_SHAPES), label="x")
+    keepdims = data.draw(st.sampled_from([np._NoValue, False, True]), label="keepdims")
+    axis = data.draw(axes(x.ndim), label="axis")
+    check_op(lambda x: np.average(x, axis, keepdims=keepdims), x)
+    full = data.draw(arrays(x.shape, floats(0.5, 2)), label="weights")
+    check_op(lambda x, w: np.average(x, axis, w, keepdims=keepdims), x, full)
+    if isinstance(axis, int):
+        along = data.draw(arrays((x.shape[axis],), floats(0.5, 2)), label="weights along axis")
+        check_op(lambda x, w: np.average(x, axis, w, keepdims=keepdims), x, along)
+
+
+@given(x=arrays(hnp.array_shapes(min_dims=2, max_dims=2, max_side=3)))
+def test_average_returned(x):
+    def f(x):
+        mean, total = np.average(x, 0, x * x + 1.0, returned=True)
+        plain_mean, count = np.average(x, 1, returned=True)
+        return np.concatenate([mean, total, plain_mean, np.ravel(count)])
+
+    check_op(f, x)
+
+
+def test_average_errors_are_numpys():
+    x = mutagrad.asarray(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="Axis must be specified"):
+        np.average(x, weights=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="Shape of weights"):
+        np.average(x, axis=1, weights=[1.0, 2.0])
+    with pytest.raises(ZeroDivisionError):
+        np.average(x, axis=1, weights=[1.0, -1.0, 0.0])
 
 
 # -- ufunc.reduce --------------------------------------------------------------
@@ -250,6 +292,7 @@ def rules_defined_in(module):
 
 def test_every_rule_of_the_module_is_tested():
     tested = {r for r, _ in REDUCTIONS} | {(u, "reduce") for u, _ in UFUNC_REDUCE}
+    tested |= {np.average}
     registered = rules_defined_in("mutagrad.rules.reductions")
     assert registered, "found no rules: did the registry change?"
     missing = {str(r) for r in registered - tested}

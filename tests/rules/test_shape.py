@@ -1,7 +1,8 @@
 """Rules of mutagrad/rules/shape.py: views (reshape, ravel, transpose, swapaxes, moveaxis,
-rollaxis, squeeze, expand_dims, diagonal, broadcast_to, flip, fliplr, flipud, real,
-atleast_1d/2d/3d, ``x.view()``, ``x.T``) and copies (reshape/ravel of non-contiguous
-arrays, copy, astype, concatenate, stack).
+rollaxis, squeeze, expand_dims, diagonal, broadcast_to, broadcast_arrays, flip, fliplr,
+flipud, rot90, matrix_transpose, real, atleast_1d/2d/3d, ``x.view()``, ``x.T``) and copies
+(reshape/ravel of non-contiguous arrays, copy, astype, concatenate, stack, block,
+column_stack, meshgrid).
 
 Values on WrappedArrays equal numpy's and gradients match finite differences.
 Inputs are also made non-contiguous (transposed, reversed, strided) so that
@@ -248,6 +249,38 @@ def test_flip(data):
         check_op(lambda x: x[::-1, 1::2], x)
 
 
+@given(data=st.data())
+def test_rot90(data):
+    x = data.draw(arrays_with_ndim(2), label="x")
+    k = data.draw(st.integers(-5, 5), label="k")
+    axes = tuple(data.draw(st.permutations(range(x.ndim)), label="axes")[:2])
+    check_op(lambda x: np.rot90(x, k, axes), x)
+    check_gradient(lambda x: np.sum(np.rot90(x, k, axes) ** 3), x, order=2)
+
+
+@given(x=arrays_with_ndim(2, 2))
+def test_rot90_is_a_view(x):
+    def f(x):
+        y = x * 1.0
+        rotated = np.rot90(y)
+        assert rotated.base is y
+        rotated[0] = 0.0  # writes y[:, -1], as in numpy
+        return y
+
+    check_op(f, x)
+
+
+def test_an_empty_diagonal_is_a_constant():
+    """np.diagonal past the corner is an empty view: nothing to differentiate."""
+
+    def f(x):
+        empty = np.diagonal(x, 5)
+        assert empty.shape == (0,) and not mutagrad.is_traced(empty)
+        return np.sum(x) + np.trace(x, 5)
+
+    np.testing.assert_array_equal(mutagrad.gradient(f, np.ones((2, 2)))[0], np.ones((2, 2)))
+
+
 @given(x=arrays())
 def test_real_of_a_real_array(x):
     check_op(np.real, x)
@@ -407,7 +440,102 @@ def test_concatenate_and_stack_with_lists_and_out(x, y):
     check_op(f, x, y)
 
 
+@st.composite
+def blocks(draw):
+    """A nested list for np.block, and the traced arrays it holds (the others are constants)."""
+    rows, columns = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    heights = [draw(SIDES) for _ in range(rows)]
+    widths = [draw(SIDES) for _ in range(columns)]
+    traced, layout = [], []
+    for h in heights:
+        row = []
+        for w in widths:
+            shape = (h, w) if h > 1 or draw(st.booleans()) else (w,)  # 1-D leaves are rows
+            row.append(len(traced))
+            traced.append(draw(arrays(shape)))
+        layout.append(row)
+    lead = draw(st.integers(0, 1))  # one more level of nesting: a 3-D result
+    return traced, layout, lead
+
+
+@given(case=blocks(), constant=st.booleans())
+def test_block(case, constant):
+    arrays_, layout, lead = case
+
+    def assemble(*xs):
+        xs = list(xs)
+        if constant:  # the first leaf is a constant the function closes over
+            xs[0] = arrays_[0]
+        nested = [[xs[i] for i in row] for row in layout]
+        return np.block([nested] if lead else nested)
+
+    check_op(assemble, *arrays_)
+
+
+@given(x=arrays_with_ndim(1, 2))
+def test_block_of_one_array_is_a_copy(x):
+    def f(x):
+        y = x * 1.0
+        b = np.block(y)
+        y[...] = 0.0  # as in numpy, the block keeps the old values
+        return b
+
+    check_op(f, x)
+
+
+@given(data=st.data())
+def test_broadcast_arrays(data):
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3))
+    x, y, z = (data.draw(arrays(s)) for s in shapes.input_shapes)
+
+    def f(x, y, z):
+        result = np.broadcast_arrays(x, y, z, 1.5)
+        assert isinstance(result, tuple) and len(result) == 4
+        return np.stack(result)
+
+    check_op(f, x, y, z)
+
+
+@given(x=arrays_with_ndim(2, 2), y=arrays_with_ndim(1, 1))
+def test_column_stack(x, y):
+    column = y[: x.shape[0]] if y.shape[0] >= x.shape[0] else np.resize(y, x.shape[0])
+    check_op(lambda x, c: np.column_stack([c, x, c * 2]), x, column)
+    check_op(lambda x: np.column_stack([x[:1, 0], x[:1]]), x)
+
+
+@given(x=arrays_with_ndim(2))
+def test_matrix_transpose(x):
+    check_op(np.matrix_transpose, x)
+    check_op(np.linalg.matrix_transpose, x)
+
+
+@given(
+    xs=st.lists(arrays_with_ndim(1, 1), min_size=1, max_size=3),
+    indexing=st.sampled_from(["xy", "ij"]),
+    sparse=st.booleans(),
+    copy=st.booleans(),
+)
+def test_meshgrid(xs, indexing, sparse, copy):
+    def f(*xs):
+        grids = np.meshgrid(*xs, indexing=indexing, sparse=sparse, copy=copy)
+        assert isinstance(grids, list if sparse and not copy else tuple)
+        assert len(grids) == len(xs)
+        return np.concatenate([np.ravel(g * (i + 1)) for i, g in enumerate(grids)])
+
+    check_op(f, *xs)
+
+
 # -- core bugs found while testing these rules ----------------------------------
+
+
+def test_a_traced_array_nested_two_lists_deep(monkeypatch):
+    monkeypatch.delitem(FUNCTION_RULES, np.block)  # the rule that works around it
+    x = np.array([1.0, 2.0])
+    try:
+        (g,) = mutagrad.gradient(lambda x: np.sum(np.block([[x, x]])), x)
+    except mutagrad.MissingRuleError:
+        return  # refusing would be right too
+    np.testing.assert_array_equal(g, [2.0, 2.0])
 
 
 def test_flatten_in_memory_order():
@@ -433,8 +561,10 @@ def rules_defined_in(module):
 
 TESTED = {
     np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.squeeze,
-    np.expand_dims, np.diagonal, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.real,
-    np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.concatenate, np.stack,
+    np.expand_dims, np.diagonal, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.rot90, np.real,
+    np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.concatenate, np.stack, np.block,
+    np.broadcast_arrays, np.column_stack, np.matrix_transpose, np.linalg.matrix_transpose,
+    np.meshgrid,
 }  # fmt: skip
 
 

@@ -101,6 +101,8 @@ UNARY = [
     (np.arctanh, UNIT),
     (np.deg2rad, ANY),
     (np.rad2deg, ANY),
+    (np.radians, ANY),
+    (np.degrees, ANY),
 ]
 
 
@@ -133,6 +135,7 @@ BINARY = [
     (np.multiply, ANY, ANY, operator.mul),
     (np.true_divide, ANY, NONZERO, operator.truediv),
     (np.power, BASE, ANY, operator.pow),
+    (np.float_power, BASE, ANY, None),
     (np.remainder, GRID, DIVISORS, operator.mod),
     (np.fmod, GRID, DIVISORS, None),
     (np.logaddexp, ANY, ANY, None),
@@ -294,6 +297,73 @@ def test_where_column_with_row(x, y, condition):
     check_op(lambda x, y: np.where(condition, x, y), x, y)
 
 
+# -- np.sinc and np.nan_to_num ---------------------------------------------------
+
+
+@given(x=arrays(st.one_of(st.just(0.0), st.floats(-1e-3, 1e-3), ANY)))
+def test_sinc(x):
+    """numpy's value (exactly 1 at 0), and sinc's derivatives at and near 0 too."""
+    check_op(np.sinc, x)
+    check_gradient(lambda x: np.sum(np.sinc(x) ** 2), x, order=2)
+
+
+@given(
+    x=arrays(st.one_of(ANY, st.sampled_from([np.nan, np.inf, -np.inf]))),
+    options=st.fixed_dictionaries({"posinf": ANY, "neginf": ANY}, optional={"nan": ANY}),
+)
+def test_nan_to_num(x, options):  # fmt: skip
+    """Finite elements pass through (slope 1); replaced ones are constants.
+
+    (posinf and neginf are always given: the default, the largest float, overflows the
+    finite differences.)
+    """
+    finite = np.isfinite(x)
+
+    def f(values):
+        full = np.where(finite, 0.0, x)  # the non-finite elements, held fixed
+        full = full + np.where(finite, values, 0.0)
+        return np.nan_to_num(full, **options)
+
+    check_op(f, np.where(finite, x, 0.0))
+    (g,) = mutagrad.gradient(lambda x: np.sum(np.nan_to_num(x, **options)), x)
+    np.testing.assert_array_equal(g, finite * 1.0)
+
+    def in_place(values):
+        y = f(values) * 1.0
+        result = np.nan_to_num(y, copy=False, **options)
+        assert result is y
+        return y
+
+    if x.ndim:  # (numpy cannot replace in place in a 0-d result, a scalar)
+        check_op(in_place, np.where(finite, x, 0.0))
+
+
+# -- np.select -----------------------------------------------------------------
+
+
+@given(data=st.data())
+def test_select(data):
+    """The first condition that holds picks its choice; elsewhere the default."""
+    # numpy's select takes its result's shape from the first condition and choice: the
+    # conditions (from x) have the full shape, the choices broadcast to it.
+    shapes = data.draw(PAIR_SHAPES)
+    x = data.draw(arrays(GRID, shapes.result_shape), label="x")
+    y = data.draw(arrays(ANY, shapes.input_shapes[1]), label="y")
+    default = data.draw(st.one_of(ANY, arrays(ANY, shapes.input_shapes[0])), label="default")
+    check_op(lambda x, y: np.select([x > 0.5, x < -0.5], [x * y, 2.0], default), x, y)
+    check_op(lambda x, d: np.select([x > 0], [x], d), x, default)
+
+
+def test_select_errors_are_numpys():
+    x = mutagrad.asarray(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="same length"):
+        np.select([x > 1], [x, x])
+    with pytest.raises(ValueError, match="empty condition list"):
+        np.select([], [])
+    with pytest.raises(TypeError, match="condlist"):
+        np.select([x], [x])
+
+
 # -- np.clip -------------------------------------------------------------------
 
 HALF_GRID = st.integers(-6, 6).map(lambda k: k / 2)  # bounds: never within 0.1 of GRID
@@ -377,6 +447,43 @@ def test_frexp(x):
 MULTIPLE_OUTPUTS = {np.modf, np.divmod, np.frexp}
 
 
+@given(
+    x=arrays(ANY, hnp.array_shapes(min_dims=1, max_dims=2, max_side=3)),
+    exponent=hnp.arrays(np.int64, 3, elements=st.integers(-3, 3)),
+)
+def test_ldexp(x, exponent):
+    """x * 2**e: slope 2**e in x; the integer exponent carries no derivative."""
+    check_op(lambda x: np.ldexp(x, exponent), np.broadcast_to(x[..., :1], (*x.shape[:-1], 3)))
+    check_op(np.ldexp, x, 2)
+    check_gradient(lambda x: np.sum(np.ldexp(x, exponent[: x.shape[-1]]) ** 2), x, order=2)
+
+
+# -- bugs found by second-order checks ---------------------------------------------
+
+
+@given(data=st.data())
+def test_power_to_second_order(data):
+    """power's vjp used its traced exponent as np.where's condition (which refused it), and
+    replaced x**(y - 1) by x**1 at y = 0, whose derivative in y is wrong there."""
+    x_shape, y_shape = data.draw(PAIR_SHAPES).input_shapes
+    x = data.draw(arrays(BASE, x_shape), label="x")
+    y = data.draw(arrays(st.one_of(st.just(0.0), ANY), y_shape), label="y")
+    check_gradient(lambda x, y: np.sum(np.power(x, y)), x, y, order=2)
+
+
+@given(x=arrays(GRID, hnp.array_shapes(min_dims=1, max_dims=2, max_side=3)))
+def test_where_with_a_traced_float_condition(x):
+    """A float condition is true where nonzero; no gradient flows into it."""
+    check_op(lambda x: np.where(x, x**2, 1.0), x)
+    check_gradient(lambda x: np.sum(np.where(x, x**3, 1.0)), x, order=2)
+
+
+@given(x=arrays(GRID))
+def test_frexp_to_second_order(x):
+    """frexp's vjp calls np.ldexp, which had no rule to differentiate it again."""
+    check_gradient(lambda x: np.sum(np.frexp(x)[0] ** 2), x, order=2)
+
+
 # -- coverage ------------------------------------------------------------------
 
 
@@ -395,8 +502,9 @@ def rules_defined_in(module):
 
 
 def test_every_rule_of_the_module_is_tested():
-    tested = {u for u, _ in UNARY} | {u for u, *_ in BINARY} | {np.where, np.clip}
-    tested |= MULTIPLE_OUTPUTS
+    tested = {u for u, _ in UNARY} | {u for u, *_ in BINARY} | {np.where, np.select, np.clip}
+    tested |= {np.sinc, np.nan_to_num}
+    tested |= MULTIPLE_OUTPUTS | {np.ldexp}
     registered = rules_defined_in("mutagrad.rules.ufuncs")
     assert registered, "found no rules: did the registry change?"
     missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}

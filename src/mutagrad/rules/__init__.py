@@ -63,11 +63,15 @@ def nondifferentiable(*things: Any) -> None:
 from mutagrad.rules import (  # noqa: E402, F401
     creation,
     cumulative,
+    einsum,
     indexing,
     inplace,
     linalg,
+    nanfunctions,
     nondiff,
+    rearrange,
     reductions,
     shape,
+    statistics,
     ufuncs,
 )

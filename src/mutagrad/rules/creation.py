@@ -1,4 +1,5 @@
-"""Array creation from a traced array (``np.empty_like`` ...) and ``np.copyto``.
+"""Array creation from a traced array (``np.empty_like`` ...), ``np.copyto``, and
+``np.linspace``/``np.logspace`` between traced end points (numpy's arithmetic, step by step).
 
 ``np.empty_like(x)`` and friends return WrappedArrays, so that a buffer
 allocated from a traced array and filled in a loop stays on the tape: the
@@ -6,6 +7,8 @@ allocated from a traced array and filled in a loop stays on the tape: the
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -75,3 +78,53 @@ def copyto(dst, src, casting="same_kind", where=True):
         raise TracerConversionError(conversion_message("np.copyto(ndarray, traced)"))
     np.copyto(dst, unwrap(src), casting=casting, where=unwrap(where))
     return None
+
+
+# -- linspace and logspace: numpy's arithmetic, step by step -----------------------------
+
+
+@implements(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):  # fmt: skip
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    start = start if isinstance(start, WrappedValue) else np.asanyarray(start)
+    stop = stop if isinstance(stop, WrappedValue) else np.asanyarray(stop)
+    inexact = np.result_type(unwrap(start), unwrap(stop))
+    inexact = inexact if inexact.kind in "fc" else np.dtype(np.float64)
+    integer_dtype = dtype is not None and np.issubdtype(dtype, np.integer)
+    dtype = inexact if dtype is None else dtype
+    delta = np.subtract(stop, start, dtype=inexact)
+    y = np.arange(0, num, dtype=inexact).reshape((-1,) + (1,) * np.ndim(delta))
+    if div > 0:
+        step = delta / div
+        # A denormal step is 0: numpy then divides first.
+        y = y / div * delta if np.any(step == 0) else y * step
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        if not isinstance(y, WrappedValue):
+            y = wrap_constant(y)
+        y[-1, ...] = stop  # the last point is stop exactly (a recorded write)
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    if integer_dtype:
+        y = np.floor(y)
+    y = y if np.result_type(y) == np.dtype(dtype) else y.astype(dtype)
+    return (y, step) if retstep else y
+
+
+@implements(np.logspace)
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    if not isinstance(base, (float, int)) and np.ndim(base):
+        ndmax = np.ndim(np.empty(np.broadcast_shapes(*(np.shape(a) for a in (start, stop, base)))))
+        start, stop, base = (
+            np.reshape(a, (1,) * (ndmax - np.ndim(a)) + np.shape(a)) for a in (start, stop, base)
+        )
+        base = np.expand_dims(base, axis=axis)
+    y = np.power(base, linspace(start, stop, num=num, endpoint=endpoint, axis=axis))
+    return y if dtype is None else y.astype(dtype)

@@ -1,12 +1,32 @@
-"""Derivative rules of products: matmul (``@``), dot, inner, outer, tensordot."""
+"""Derivative rules of linear algebra.
+
+Products: matmul (``@``), dot, inner, outer, tensordot, ``np.linalg.multi_dot``
+(numpy's multiplication order, through the dot rule), ``np.trace`` (the sum
+of a diagonal view), kron, cross and ``np.linalg.matrix_power`` (numpy's own
+steps, through the rules). ``np.linalg``: solve, inv, det, slogdet (its sign
+carries no derivative) and norm (vector norms of every order; matrix norms
+'fro', 1, -1, inf, -inf, and 2, -2, 'nuc' through the singular value
+decomposition, to first order only), with its array-API forms vector_norm
+and matrix_norm; cholesky, eigh and eigvalsh (numpy reads one triangle of the
+matrix, and only that triangle gets a gradient; eigenvectors need distinct
+eigenvalues). ``np.polyval`` is numpy's Horner loop.
+
+Every vjp is written with these same functions, so it is differentiable in
+turn, except the singular-value ones, which say so when asked.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import operator
 
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from mutagrad.core.engine import is_traced
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import apply
-from mutagrad.rules import VjpRule, implements, ufunc_rule
+from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
 
 
 def _matmul_vjp_a(g, ans, a, b):
@@ -142,3 +162,437 @@ OUTER = VjpRule(
 @implements(np.outer)
 def outer(a, b, out=None):
     return assign_out(apply(OUTER, (a, b)), out, "np.outer")
+
+
+# -- trace and multi_dot: written with the rules above ------------------------------
+
+
+@implements(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    # numpy computes a.diagonal(offset, axis1, axis2).sum(-1, dtype): the same
+    # operations here, so the same value, differentiated through the diagonal view.
+    total = np.sum(np.diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+    return assign_out(total, out, "np.trace")
+
+
+def chain_order(dims: list[int]) -> dict[tuple[int, int], int]:
+    """Where to split each sub-chain ``i..j`` of a matrix product to multiply fewest numbers.
+
+    ``dims[i], dims[i + 1]`` is the shape of matrix ``i``. Ties go to the
+    first split, as in np.linalg.multi_dot, so the products (and their
+    rounding) are numpy's.
+    """
+    n = len(dims) - 1
+    cost = {(i, i): 0 for i in range(n)}
+    split: dict[tuple[int, int], int] = {}
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            best = None
+            for k in range(i, j):
+                c = cost[i, k] + cost[k + 1, j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if best is None or c < best:
+                    best, split[i, j] = c, k
+            cost[i, j] = best
+    return split
+
+
+def _chain_product(arrays, split, i, j):
+    if i == j:
+        return arrays[i]
+    k = split[i, j]
+    return np.dot(_chain_product(arrays, split, i, k), _chain_product(arrays, split, k + 1, j))
+
+
+@implements(np.linalg.multi_dot)
+def multi_dot(arrays, *, out=None):
+    arrays = [a if isinstance(a, WrappedValue) else np.asarray(a) for a in arrays]
+    if len(arrays) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if len(arrays) == 2:
+        return assign_out(np.dot(arrays[0], arrays[1]), out, "np.linalg.multi_dot")
+    first, last = np.ndim(arrays[0]), np.ndim(arrays[-1])
+    if first == 1:
+        arrays[0] = np.atleast_2d(arrays[0])
+    if last == 1:
+        arrays[-1] = np.atleast_2d(arrays[-1]).T
+    for a in arrays:
+        if np.ndim(a) != 2:
+            raise np.linalg.LinAlgError(
+                f"{np.ndim(a)}-dimensional array given. Array must be two-dimensional"
+            )
+    dims = [np.shape(a)[0] for a in arrays] + [np.shape(arrays[-1])[1]]
+    result = _chain_product(arrays, chain_order(dims), 0, len(arrays) - 1)
+    if first == 1 and last == 1:
+        result = result[0, 0]
+    elif first == 1 or last == 1:
+        result = np.ravel(result)
+    return assign_out(result, out, "np.linalg.multi_dot")
+
+
+# -- solve, inv, det, slogdet -----------------------------------------------------------
+
+
+def _mT(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _solve_transposed(a, g, b_is_vector):
+    """``solve(a.T, g)``, with ``g`` a (stack of) vector(s) when ``b`` was one."""
+    if b_is_vector:
+        return np.linalg.solve(_mT(a), np.expand_dims(g, -1))[..., 0]
+    return np.linalg.solve(_mT(a), g)
+
+
+def _solve_vjp_a(g, ans, a, b):
+    # x = a^-1 b, so dx = -a^-1 da x: the cotangent of a is -(a^-T g) x^T.
+    vector = b.ndim == 1
+    gb = _solve_transposed(a, g, vector)
+    if vector:
+        return -np.expand_dims(gb, -1) * np.expand_dims(ans, -2)
+    return -np.matmul(gb, _mT(ans))
+
+
+SOLVE = VjpRule(
+    "linalg.solve",
+    np.linalg.solve,
+    (_solve_vjp_a, lambda g, ans, a, b: _solve_transposed(a, g, b.ndim == 1)),
+    ((0, ANS), (0,)),
+)
+
+
+@implements(np.linalg.solve)
+def solve(a, b):
+    return apply(SOLVE, (a, b))
+
+
+INV = VjpRule(
+    "linalg.inv",
+    np.linalg.inv,
+    # d(a^-1) = -a^-1 da a^-1, so the cotangent of a is -a^-T g a^-T.
+    (lambda g, ans, a: -np.matmul(_mT(ans), np.matmul(g, _mT(ans))),),
+    ((ANS,),),
+)
+
+
+@implements(np.linalg.inv)
+def inv(a):
+    return apply(INV, (a,))
+
+
+def _as_matrix_factor(g):
+    return np.expand_dims(np.expand_dims(g, -1), -1)
+
+
+DET = VjpRule(
+    "linalg.det",
+    np.linalg.det,
+    # Jacobi's formula: d det(a) = det(a) tr(a^-1 da).
+    (lambda g, ans, a: _as_matrix_factor(g * ans) * _mT(np.linalg.inv(a)),),
+    ((0, ANS),),
+)
+
+
+@implements(np.linalg.det)
+def det(a):
+    return apply(DET, (a,))
+
+
+LOGABSDET = VjpRule(
+    "linalg.slogdet",
+    lambda a: np.linalg.slogdet(a)[1],
+    # d log|det(a)| = tr(a^-1 da).
+    (lambda g, ans, a: _as_matrix_factor(g) * _mT(np.linalg.inv(a)),),
+    ((0,),),
+)
+
+SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
+
+
+@implements(np.linalg.slogdet)
+def slogdet(a):
+    sign, logabsdet = np.linalg.slogdet(unwrap(a))
+    if isinstance(a, WrappedValue) and a.dtype.kind == "c" and any_active((a,)):
+        raise NotDifferentiableError("np.linalg.slogdet of a complex traced matrix")
+    # The sign is piecewise constant: no derivative.
+    return SLOGDET_RESULT(wrap_constant(sign), apply(LOGABSDET, (a,), None, logabsdet))
+
+
+# -- norm ------------------------------------------------------------------------------
+
+
+def _norm_kind(ndim: int, ord, axis) -> tuple[str, tuple[int, ...]]:
+    """``("vector" | "matrix", axes)`` as np.linalg.norm reads its arguments."""
+    if axis is None:
+        if ord is None:
+            return "all", tuple(range(ndim))
+        return ("vector", (0,)) if ndim == 1 else ("matrix", (0, 1))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(int(a) % ndim for a in axis)
+        return ("vector", axes) if len(axes) == 1 else ("matrix", axes)
+    return "vector", (int(axis) % ndim,)
+
+
+def _extreme_share(values, extreme, axes):
+    """1/count where ``values`` equals its group's ``extreme`` (ties share), else 0."""
+    hit = values == extreme
+    return hit / np.sum(hit, axis=axes, keepdims=True)
+
+
+def _nonzero(ans):
+    return np.where(ans == 0, 1.0, ans)
+
+
+def _norm_vjp(g, ans, x, ord=None, axis=None, keepdims=False):
+    kind, axes = _norm_kind(np.ndim(x), ord, axis)
+    g = np.reshape(g, _kept_shape(np.shape(x), axes))
+    r = np.reshape(ans, _kept_shape(np.shape(x), axes))
+    if kind == "all" or ord in (None, "fro") or (kind == "vector" and ord == 2):
+        return g * x / _nonzero(r)
+    if kind == "vector":
+        if ord == 0:
+            return np.zeros(np.shape(x))
+        if ord == 1:
+            return g * np.sign(x)
+        if ord in (np.inf, -np.inf):
+            return g * np.sign(x) * _extreme_share(np.abs(x), r, axes)
+        p = float(ord)
+        return g * np.sign(x) * (np.abs(x) / _nonzero(r)) ** (p - 1)
+    row_axis, column_axis = axes
+    if ord in (1, -1, np.inf, -np.inf):
+        # 1: the largest column sum of |x| (summed over rows); inf: the largest row sum.
+        summed = row_axis if ord in (1, -1) else column_axis
+        sums = np.sum(np.abs(x), axis=summed, keepdims=True)
+        return g * np.sign(x) * _extreme_share(sums, r, axes)
+    return _singular_value_vjp(g, x, ord, axes)
+
+
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _singular_value_vjp(g, x, ord, axes):
+    """Matrix norms 2, -2 and 'nuc': d sigma_i = u_i^T dx v_i (distinct singular values)."""
+    if is_traced(x):
+        raise NotDifferentiableError(
+            f"the second derivative of np.linalg.norm(..., ord={ord!r}) of a matrix (a "
+            "function of its singular values) is not implemented"
+        )
+    moved = np.moveaxis(x, axes, (-2, -1))
+    u, _, vh = np.linalg.svd(moved, full_matrices=False)
+    if ord == "nuc":
+        direction = np.matmul(u, vh)
+    elif ord == 2:  # the largest singular value
+        direction = u[..., :, :1] * vh[..., :1, :]
+    else:  # -2: the smallest
+        direction = u[..., :, -1:] * vh[..., -1:, :]
+    return np.moveaxis(np.moveaxis(g, axes, (-2, -1)) * direction, (-2, -1), axes)
+
+
+NORM = VjpRule("linalg.norm", np.linalg.norm, (_norm_vjp,), ((0, ANS),))
+
+
+@implements(np.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    if isinstance(x, WrappedValue) and x.dtype.kind == "c" and any_active((x,)):
+        raise NotDifferentiableError("np.linalg.norm of a complex traced array")
+    return apply(NORM, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
+
+
+@implements(np.linalg.vector_norm)
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    # numpy's steps: several axes are moved to the front and merged into one.
+    shape = list(np.shape(x))
+    if axis is None:
+        x, norm_axis = np.ravel(x), 0
+    elif isinstance(axis, tuple):
+        axes = normalize_axis_tuple(axis, np.ndim(x))
+        rest = tuple(i for i in range(np.ndim(x)) if i not in axes)
+        merged = int(np.prod([shape[i] for i in axes], dtype=int))
+        x = np.reshape(np.transpose(x, axis + rest), (merged, *[shape[i] for i in rest]))
+        norm_axis = 0
+    else:
+        norm_axis = axis
+    result = np.linalg.norm(x, axis=norm_axis, ord=ord)
+    if keepdims:
+        for i in normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape)):
+            shape[i] = 1
+        result = np.reshape(result, tuple(shape))
+    return result
+
+
+@implements(np.linalg.matrix_norm)
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return np.linalg.norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n):
+    # numpy's order of products (its implementation converts a to a raw array first).
+    if np.ndim(a) < 2 or np.shape(a)[-1] != np.shape(a)[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    n = operator.index(n)
+    if n == 0:
+        return wrap_constant(np.broadcast_to(np.eye(np.shape(a)[-1], dtype=a.dtype),
+                                             np.shape(a)).copy())  # fmt: skip
+    if n < 0:
+        a, n = np.linalg.inv(a), -n
+    if n == 1:
+        return a
+    if n == 2:
+        return np.matmul(a, a)
+    if n == 3:
+        return np.matmul(np.matmul(a, a), a)
+    square = result = None
+    while n > 0:
+        square = a if square is None else np.matmul(square, square)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = square if result is None else np.matmul(result, square)
+    return result
+
+
+@implements(np.kron)
+def kron(a, b):
+    # numpy's steps: interleave new axes so that one multiply makes every block.
+    a = a if isinstance(a, WrappedValue) else np.asanyarray(a)
+    b = b if isinstance(b, WrappedValue) else np.asanyarray(b)
+    if np.ndim(a) < np.ndim(b):
+        a = np.reshape(a, (1,) * (np.ndim(b) - np.ndim(a)) + np.shape(a))
+    nda, ndb = np.ndim(a), np.ndim(b)
+    if nda == 0 or ndb == 0:
+        return np.multiply(a, b)
+    nd = max(nda, ndb)
+    a_shape = (1,) * max(0, ndb - nda) + np.shape(a)
+    b_shape = (1,) * max(0, nda - ndb) + np.shape(b)
+    a = np.expand_dims(a, tuple(range(ndb - nda)))
+    b = np.expand_dims(b, tuple(range(nda - ndb)))
+    a = np.expand_dims(a, tuple(range(1, nd * 2, 2)))
+    b = np.expand_dims(b, tuple(range(0, nd * 2, 2)))
+    return np.reshape(np.multiply(a, b), tuple(np.multiply(a_shape, b_shape)))
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = np.moveaxis(a if isinstance(a, WrappedValue) else np.asarray(a), axisa, -1)
+    b = np.moveaxis(b if isinstance(b, WrappedValue) else np.asarray(b), axisb, -1)
+    na, nb = np.shape(a)[-1], np.shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    # numpy's arithmetic: a missing z component is zero.
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    z = a0 * b1 - a1 * b0
+    if na == nb == 2:
+        return z
+    if na == 2:
+        b2 = b[..., 2]
+        x, y = a1 * b2, -(a0 * b2)
+    elif nb == 2:
+        a2 = a[..., 2]
+        x, y = -(a2 * b1), a2 * b0
+    else:
+        a2, b2 = a[..., 2], b[..., 2]
+        x, y = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2
+    result = np.stack(np.broadcast_arrays(x, y, z), axis=-1)
+    return np.moveaxis(result, -1, normalize_axis_index(axisc, np.ndim(result)))
+
+
+# -- polynomials -----------------------------------------------------------------------
+
+
+@implements(np.polyval)
+def polyval(p, x):
+    # numpy's Horner loop (its implementation converts p and x to raw arrays first).
+    if isinstance(x, np.poly1d) or isinstance(p, np.poly1d):
+        return np.polyval(unwrap(p), unwrap(x))
+    p = p if isinstance(p, WrappedValue) else np.asarray(p)
+    x = x if isinstance(x, WrappedValue) else np.asanyarray(x)
+    y = np.zeros_like(x)
+    for coefficient in p:
+        y = y * x + coefficient
+    return y
+
+
+# -- symmetric matrices: cholesky, eigh, eigvalsh -------------------------------------------
+
+
+def _from_triangle(symmetric, lower):
+    """The cotangent of a matrix of which numpy reads one triangle (the other is ignored).
+
+    ``symmetric`` is the cotangent with respect to the symmetric matrix numpy
+    sees: each off-diagonal element read stands for two of its elements.
+    """
+    n = np.shape(symmetric)[-1]
+    triangle = np.tril(symmetric, -1) if lower else np.triu(symmetric, 1)
+    return 2 * triangle + symmetric * np.eye(n)
+
+
+def _symmetric_part(m):
+    return (m + _mT(m)) / 2
+
+
+def _cholesky_vjp(g, ans, a, upper=False):
+    # a = L L^T gives L^-1 da L^-T = X + X^T with X = L^-1 dL lower triangular, so
+    # dL = L phi(L^-1 da L^-T), phi taking the lower triangle with half the diagonal.
+    # Its adjoint: abar = L^-T sym(phi(L^T Lbar)) L^-1.
+    lower = _mT(ans) if upper else ans
+    lbar = _mT(g) if upper else g
+    inner = np.matmul(_mT(lower), lbar)
+    n = np.shape(inner)[-1]
+    phi = np.tril(inner, -1) + inner * (np.eye(n) / 2)
+    inverse = np.linalg.inv(lower)
+    symmetric = np.matmul(_mT(inverse), np.matmul(_symmetric_part(phi), inverse))
+    return _from_triangle(symmetric, lower=not upper)
+
+
+CHOLESKY = VjpRule("linalg.cholesky", np.linalg.cholesky, (_cholesky_vjp,), ((ANS,),))
+
+
+@implements(np.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    return apply(CHOLESKY, (a,), {"upper": upper} if upper else None)
+
+
+def _eigenvalues_vjp(g, ans, a, UPLO="L"):
+    # d lambda_i = v_i^T da v_i.
+    _, vectors = np.linalg.eigh(a, UPLO)
+    symmetric = np.matmul(vectors * np.expand_dims(g, -2), _mT(vectors))
+    return _from_triangle(symmetric, lower=UPLO.upper() == "L")
+
+
+def _eigenvectors_vjp(g, ans, a, UPLO="L"):
+    # dV = V (F o (V^T da V)) with F_ij = 1 / (lambda_j - lambda_i) off the diagonal:
+    # abar = V (F o (V^T Vbar)) V^T, symmetrized (distinct eigenvalues).
+    values, vectors = np.linalg.eigh(a, UPLO)
+    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
+    n = np.shape(values)[-1]
+    off_diagonal = 1 - np.eye(n)
+    f = off_diagonal / (gaps + np.eye(n))
+    inner = f * np.matmul(_mT(vectors), g)
+    symmetric = _symmetric_part(np.matmul(vectors, np.matmul(inner, _mT(vectors))))
+    return _from_triangle(symmetric, lower=UPLO.upper() == "L")
+
+
+EIGENVALUES = VjpRule(
+    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], (_eigenvalues_vjp,), ((0,),)
+)
+EIGENVECTORS = VjpRule(
+    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], (_eigenvectors_vjp,), ((0,),)
+)
+EIGH_RESULT = type(np.linalg.eigh(np.eye(1)))
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO="L"):
+    values, vectors = np.linalg.eigh(unwrap(a), UPLO)
+    params = {"UPLO": UPLO}
+    return EIGH_RESULT(
+        apply(EIGENVALUES, (a,), params, values), apply(EIGENVECTORS, (a,), params, vectors)
+    )
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    return apply(EIGENVALUES, (a,), {"UPLO": UPLO}, np.linalg.eigvalsh(unwrap(a), UPLO))

@@ -21,10 +21,11 @@ nondifferentiable(
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
     np.round, np.around, np.fix,
     # indices, counts and shapes
-    np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero, np.flatnonzero,
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
     np.searchsorted, np.digitize, np.count_nonzero, np.bincount,
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
     np.may_share_memory, np.shares_memory, np.iscomplexobj, np.isrealobj,
     np.isclose, np.allclose, np.array_equal, np.array_equiv, np.any, np.all,
     np.isreal, np.iscomplex, np.isneginf, np.isposinf,
+    np.nanargmax, np.nanargmin, np.lexsort, np.isin, np.linalg.matrix_rank,
 )  # fmt: skip

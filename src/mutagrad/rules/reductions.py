@@ -1,11 +1,15 @@
-"""Derivative rules of reductions: sum, mean, prod, max, min, var, std and ``ufunc.reduce``."""
+"""Derivative rules of reductions: sum, mean, prod, max, min, var, std, average and
+``ufunc.reduce``."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import apply, unwrap
+from mutagrad.core.wrapped import WrappedValue, apply, unwrap
 from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
 
 _NoValue = np._NoValue
@@ -20,8 +24,14 @@ def reduced_axes(axis, ndim: int) -> tuple[int, ...]:
     return (axis % ndim,)
 
 
+# Below this many elements a filled array is cheaper to make than a broadcast view.
+_SMALL = 4096
+
+
 def expand(g, shape: tuple[int, ...], axis, keepdims: bool):
     """Broadcast a reduction's cotangent (or output) back to the input ``shape``."""
+    if axis is None and type(g) is np.float64 and math.prod(shape) <= _SMALL:
+        return np.full(shape, g)  # a full reduction's scalar cotangent, small input
     if not keepdims:
         axes = reduced_axes(axis, len(shape))
         g = np.reshape(g, [1 if i in axes else n for i, n in enumerate(shape)])
@@ -29,7 +39,9 @@ def expand(g, shape: tuple[int, ...], axis, keepdims: bool):
 
 
 def _count(shape: tuple[int, ...], axis) -> int:
-    return int(np.prod([shape[a] for a in reduced_axes(axis, len(shape))], dtype=np.int64))
+    if axis is None:
+        return math.prod(shape)
+    return math.prod(shape[a] for a in reduced_axes(axis, len(shape)))
 
 
 def _masked(g, where):
@@ -44,7 +56,7 @@ def _mean_vjp(g, ans, x, axis=None, keepdims=False, where=_NoValue, **_):
     if where is not _NoValue and where is not None:
         count = np.sum(np.broadcast_to(where, x.shape), axis=axis, keepdims=True)
         return np.where(where, expand(g, x.shape, axis, keepdims) / count, 0.0)
-    return expand(g, x.shape, axis, keepdims) / _count(x.shape, axis)
+    return expand(g / _count(x.shape, axis), x.shape, axis, keepdims)  # divide before broadcasting
 
 
 def _prod_of_others(x, axis):
@@ -180,3 +192,40 @@ _reduce_rule(np.add, _sum_vjp, ((),))
 _reduce_rule(np.multiply, _prod_vjp, ((0, ANS),))
 _reduce_rule(np.maximum, _extremum_vjp, ((0, ANS),))
 _reduce_rule(np.minimum, _extremum_vjp, ((0, ANS),))
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
+    # numpy's own steps (its implementation converts a to a raw array first).
+    if not isinstance(a, WrappedValue):
+        a = np.asanyarray(a)
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, np.ndim(a), argname="axis")
+    options = {} if keepdims is _NoValue else {"keepdims": keepdims}
+    if weights is None:
+        mean_ = np.mean(a, axis, **options)
+        scale = np.result_type(mean_).type(np.size(a) / max(np.size(mean_), 1))
+    else:
+        w = weights if isinstance(weights, WrappedValue) else np.asanyarray(weights)
+        if np.issubdtype(np.result_type(a), np.integer) or np.result_type(a) == np.bool_:
+            result_dtype = np.result_type(a, w, "f8")
+        else:
+            result_dtype = np.result_type(a, w)
+        if np.shape(a) != np.shape(w):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if np.shape(w) != tuple(np.shape(a)[ax] for ax in axis):
+                raise ValueError(
+                    "Shape of weights must be consistent with shape of a along specified axis."
+                )
+            w = np.transpose(w, np.argsort(axis))
+            w = np.reshape(w, tuple(n if ax in axis else 1 for ax, n in enumerate(np.shape(a))))
+        scale = np.sum(w, axis=axis, dtype=result_dtype, **options)
+        if np.any(scale == 0.0):
+            raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+        mean_ = np.sum(np.multiply(a, w, dtype=result_dtype), axis, **options) / scale
+    if returned:
+        if np.shape(scale) != np.shape(mean_):
+            scale = np.copy(np.broadcast_to(scale, np.shape(mean_)))
+        return mean_, scale
+    return mean_

@@ -2,11 +2,12 @@
 
 Functions for which numpy returns a view (``reshape`` where possible,
 ``transpose``, ``swapaxes``, ``moveaxis``, ``squeeze``, ``expand_dims``,
-``diagonal``, ``broadcast_to``, ``flip``, ``x.view()``) return a WrappedArray
+``diagonal``, ``broadcast_to``, ``flip``, ``rot90``, ``x.view()``) return a WrappedArray
 view of the same base, so writes through either are seen by both, as in
 numpy. A view needs no derivative rule: reading it records a VIEW_READ node.
 Only where numpy copies (``reshape``/``ravel`` of a non-contiguous array) is a
-rule recorded. ``concatenate``, ``stack``, ``copy`` and ``astype`` always copy.
+rule recorded. ``concatenate``, ``stack``, ``block``, ``copy`` and ``astype``
+always copy.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,
     _is_view_of,
+    any_active,
     apply,
     is_active,
     make_view,
@@ -58,6 +60,10 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
             return apply(copy_rule, (a, *args), kwargs or None)
         if np.ndim(a._data) == 0:
             return apply(scalar_rule, (a, *args), kwargs or None)
+        if np.size(result) == 0:
+            # An empty view (np.diagonal(x, offset) past the corner) shares no
+            # memory with anything: there is nothing to write or differentiate.
+            return wrap_constant(result)
         raise AssertionError(f"np.{name} returned a copy where numpy always returns a view")
 
     adapter.__name__ = name
@@ -97,6 +103,9 @@ for _fn, _vjp in (
     (np.flip, None),
     (np.fliplr, None),
     (np.flipud, None),
+    (np.rot90, None),
+    (np.matrix_transpose, None),
+    (np.linalg.matrix_transpose, None),
     (np.real, None),
 ):
     implements(_fn)(_view_function(_fn, _fn.__name__, _vjp))
@@ -242,3 +251,78 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if dtype is not None:
         kwargs["dtype"] = dtype
     return assign_out(apply(_stack_rule(len(arrays)), arrays, kwargs), out, "np.stack")
+
+
+def _block_leaves(arrays: Any) -> list[Any]:
+    if type(arrays) is list:
+        return [leaf for item in arrays for leaf in _block_leaves(item)]
+    return [arrays]
+
+
+def _block_depth(arrays: Any) -> int:
+    depth = 0
+    while type(arrays) is list and arrays:
+        depth += 1
+        arrays = arrays[0]
+    return depth
+
+
+@implements(np.block)
+def block(arrays):
+    # numpy checks the nesting and computes the value; traced leaves are then
+    # assembled by the same concatenations (the engine would not look inside
+    # nested lists: see WrappedValue.__array_function__'s activity check).
+    result = np.block(unwrap(arrays))
+    leaves = _block_leaves(arrays)
+    if not any_active(leaves):
+        return wrap_constant(result)
+    depth = _block_depth(arrays)
+
+    def assemble(item: Any, level: int) -> Any:
+        if level < depth:
+            parts = [assemble(part, level + 1) for part in item]
+            return np.concatenate(parts, axis=-(depth - level))
+        shape = (1,) * (result.ndim - np.ndim(item)) + np.shape(item)
+        return (
+            np.reshape(item, shape)
+            if isinstance(item, WrappedValue)
+            else np.reshape(np.asarray(item), shape)
+        )
+
+    if depth == 0:  # numpy copies a lone array rather than return it
+        return np.copy(assemble(arrays, 0))
+    return assemble(arrays, 0)
+
+
+@implements(np.broadcast_arrays)
+def broadcast_arrays(*args, subok=False):
+    arrays = _as_arrays(args)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
+    if all(np.shape(a) == shape for a in arrays):
+        return tuple(arrays)
+    return tuple(np.broadcast_to(a, shape) for a in arrays)
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    # numpy turns 0-d and 1-d arrays into columns, then concatenates along axis 1.
+    columns = [a if np.ndim(a) >= 2 else np.reshape(a, (-1, 1)) for a in _as_arrays(tup)]
+    return np.concatenate(columns, axis=1)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    ones = (1,) * ndim
+    shapes = [(*ones[:i], -1, *ones[i + 1 :]) for i in range(ndim)]
+    if indexing == "xy" and ndim > 1:  # the first two axes are swapped
+        shapes[0] = (1, -1, *ones[2:])
+        shapes[1] = (-1, 1, *ones[2:])
+    output = [np.reshape(x, s) for x, s in zip(_as_arrays(xi), shapes)]
+    if not sparse:
+        output = broadcast_arrays(*output)
+    if copy:
+        output = tuple(np.copy(x) for x in output)
+    return output  # a list when sparse and not copied, as numpy's

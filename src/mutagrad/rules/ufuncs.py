@@ -1,4 +1,5 @@
-"""Derivative rules of numpy's elementwise functions (ufuncs) and ``np.where``/``np.clip``.
+"""Derivative rules of numpy's elementwise functions (ufuncs), ``np.where``, ``np.select``,
+``np.clip``, ``np.sinc`` and ``np.nan_to_num``.
 
 Each rule names what its vjps read: ``(0,)`` the first argument, ``(ANS,)``
 the output. Reading the output rather than the input (``exp``, ``tanh``,
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.wrapped import UFUNC_RULES, apply, unwrap, wrap_constant
+from mutagrad.core.wrapped import UFUNC_RULES, WrappedValue, apply, unwrap, wrap_constant
 from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
 
 LOG2 = np.log(2.0)
@@ -41,12 +42,42 @@ ufunc_rule(
 ufunc_rule(np.negative, lambda g, ans, x: -g, reads=((),))
 ufunc_rule(np.positive, lambda g, ans, x: g, reads=((),))
 ufunc_rule(np.conjugate, lambda g, ans, x: g, reads=((),))
-ufunc_rule(
-    np.power,
-    lambda g, ans, x, y: g * y * x ** np.where(y, y - 1, 1.0),
-    lambda g, ans, x, y: g * np.log(_where_zero(x, 1.0)) * ans,
-    reads=((0, 1), (0, ANS)),
-)
+
+
+_SCALARS = (int, float, np.float64, np.int64)
+
+
+def _single_value(g):
+    """The value of a raw array broadcast from one scalar (all strides 0), else None."""
+    if type(g) is np.ndarray and g.size and not any(g.strides):
+        return g[(0,) * g.ndim]
+    return None
+
+
+def _power_base_vjp(g, ans, x, y):
+    if type(y) in _SCALARS and type(x) is np.ndarray and x.dtype.kind == "f" and y != 0:
+        # A constant exponent (x**2): y * x**(y - 1) with numpy's fast scalar powers,
+        # in one pass over x when g is a reduction's broadcast scalar.
+        if y == 1:
+            return g
+        factor = _single_value(g)
+        power = x if y == 2 else x ** (y - 1)
+        if factor is not None:
+            return power * (y * factor)
+        return g * (y * power)
+    # y * x**(y - 1), except 0 * 0**-1 (nan) where x = y = 0: the derivative there is 0.
+    # (Guarding on y alone, x**(y or 1), would also be wrong to differentiate in y at y = 0.)
+    safe_x = np.where((x == 0) & (y == 0), 1.0, x)
+    return g * y * safe_x ** (y - 1)
+
+
+for _ufunc in (np.power, np.float_power):
+    ufunc_rule(
+        _ufunc,
+        _power_base_vjp,
+        lambda g, ans, x, y: g * np.log(_where_zero(x, 1.0)) * ans,
+        reads=((0, 1), (0, ANS)),
+    )
 ufunc_rule(np.square, lambda g, ans, x: g * 2 * x, reads=((0,),))
 ufunc_rule(np.reciprocal, lambda g, ans, x: -g * ans * ans, reads=((ANS,),))
 ufunc_rule(
@@ -108,8 +139,10 @@ ufunc_rule(np.tanh, lambda g, ans, x: g * (1 - ans * ans), reads=((ANS,),))
 ufunc_rule(np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1), reads=((0,),))
 ufunc_rule(np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1), reads=((0,),))
 ufunc_rule(np.arctanh, lambda g, ans, x: g / (1 - x * x), reads=((0,),))
-ufunc_rule(np.deg2rad, lambda g, ans, x: g * (np.pi / 180), reads=((),))
-ufunc_rule(np.rad2deg, lambda g, ans, x: g * (180 / np.pi), reads=((),))
+for _ufunc in (np.deg2rad, np.radians):
+    ufunc_rule(_ufunc, lambda g, ans, x: g * (np.pi / 180), reads=((),))
+for _ufunc in (np.rad2deg, np.degrees):
+    ufunc_rule(_ufunc, lambda g, ans, x: g * (180 / np.pi), reads=((),))
 ufunc_rule(
     np.arctan2,
     lambda g, ans, y, x: g * x / (x * x + y * y),
@@ -165,6 +198,71 @@ def where(condition, *values):
         return np.nonzero(condition)
     x, y = values
     return apply(WHERE, (condition, x, y))
+
+
+@implements(np.sinc)
+def sinc(x):
+    # numpy's value: sin(y) / y with y = pi x, and y = 0 replaced by the machine epsilon.
+    pi_x = np.pi * (x if isinstance(x, WrappedValue) else np.asanyarray(x))
+    dtype = np.result_type(pi_x)
+    eps = np.finfo(dtype).eps if dtype.kind == "f" else 1e-20
+    y = np.where(pi_x, pi_x, eps)
+    # Near 0, differentiating sin(y) / y cancels catastrophically (and at 0 numpy's value
+    # is a constant). There the value stays numpy's while the derivatives are those of
+    # the Taylor polynomial 1 - y^2/6 + y^4/120 (exact to the last bit for |y| < 1e-3):
+    # taylor - taylor_constant is exactly 0, but not in its derivatives. Each branch is
+    # evaluated only where it is used (1 and 0 elsewhere), so that the branch not taken
+    # has finite derivatives: np.where's zero cotangent times an infinity would be NaN.
+    near_zero = np.abs(pi_x) < 1e-3
+    far = np.where(near_zero, 1.0, y)
+    small = np.where(near_zero, pi_x, 0.0)
+    square = small * small
+    taylor = 1 - square / 6 + square * square / 120
+    near_value = unwrap(np.sin(y) / y) + (taylor - unwrap(taylor))
+    return np.where(near_zero, near_value, np.sin(far) / far)
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    dtype = np.result_type(unwrap(x))
+    if not isinstance(x, WrappedValue) or dtype.kind != "f":
+        # Exact types have no NaN; complex numbers are not differentiated.
+        return wrap_constant(np.nan_to_num(unwrap(x), copy=True, nan=nan, posinf=posinf,
+                                           neginf=neginf))  # fmt: skip
+    info = np.finfo(dtype)
+    high = info.max if posinf is None else posinf
+    low = info.min if neginf is None else neginf
+    result = np.where(np.isnan(x), nan, x)
+    result = np.where(np.isposinf(x), high, result)
+    result = np.where(np.isneginf(x), low, result)
+    result = result if np.result_type(result) == dtype else result.astype(dtype)
+    if not copy:  # numpy replaces in place: a recorded write
+        from mutagrad.core.mutation import assign
+
+        assign(x, Ellipsis, result, "np.nan_to_num(..., copy=False)")
+        return x
+    return result
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    # numpy fills the default, then copies each choice where its condition holds,
+    # the first condition last (so it wins): the same as nested np.where.
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    dtype = np.result_type(*(unwrap(c) for c in choicelist), unwrap(default))
+    for condition in condlist:
+        if np.result_type(unwrap(condition)) != np.bool_:
+            raise TypeError("invalid entry in condlist: should be boolean ndarray")
+    shape = np.broadcast_shapes(*(np.shape(c) for c in (*condlist, *choicelist)))
+    if not isinstance(default, WrappedValue):
+        default = np.asarray(default, dtype)
+    result = np.broadcast_to(default, shape)
+    for condition, choice in zip(condlist[::-1], choicelist[::-1]):
+        result = np.where(condition, choice, result)
+    return result if np.result_type(result) == dtype else result.astype(dtype)
 
 
 def _clip_hits(ans, lo, hi):

@@ -1,0 +1,90 @@
+"""The numpy coverage table (mutagrad/coverage.py and ``python -m mutagrad coverage``).
+
+The README's table must be what the registries give today; every listed
+function is classified without a problem (a function that is neither
+registered nor declared non-differentiable is really tried on a traced
+array, and a gradient that disagrees with finite differences is a problem).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mutagrad import coverage
+from mutagrad.__main__ import main
+from mutagrad.core.wrapped import FUNCTION_RULES
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return coverage.classify()
+
+
+def test_readme_table_is_up_to_date(entries):
+    want = coverage.markdown_table(entries)
+    got = coverage.readme_table(coverage.default_readme())
+    assert got == want, (
+        "the numpy coverage table in README.md is out of date with the rule registry: "
+        "run python -m mutagrad coverage --write"
+    )
+
+
+def test_every_function_is_classified_without_a_problem(entries):
+    problems = [f"np.{e.name}: {e.detail}" for e in coverage.problems(entries)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_list_names_numpy_functions_once():
+    names = [name for names in coverage.AREAS.values() for name in names]
+    assert len(names) == len(set(names)), "a function is listed twice"
+    for name in names:
+        assert callable(coverage.numpy_function(name)), name
+    unused = set(coverage.SAMPLES) - set(names)
+    assert not unused, f"samples for functions not in the table: {sorted(unused)}"
+
+
+def test_statuses(entries):
+    status = {e.name: e.status for e in entries}
+    assert status["linalg.solve"] == "supported"
+    assert status["einsum"] == "supported"
+    assert status["argmax"] == "non-differentiable"
+    assert status["vstack"] == "traced through"  # numpy's Python code, run on traced arrays
+    assert status["linalg.eig"] == "refused"
+    assert coverage.counts(entries)["supported"] > 100
+
+
+def test_a_function_without_a_sample_is_a_problem(monkeypatch):
+    monkeypatch.delitem(FUNCTION_RULES, np.kron)
+    status, detail = coverage.try_sample("kron")
+    assert status == "refused"  # numpy's kron converts its input: mutagrad refuses
+    monkeypatch.delitem(coverage.SAMPLES, "kron")
+    status, detail = coverage.try_sample("kron")
+    assert status == "problem" and "no sample" in detail
+
+
+def test_a_wrong_gradient_is_a_problem(monkeypatch):
+    """A traced-through function whose gradient disagrees with finite differences."""
+    import mutagrad
+
+    @mutagrad.primitive
+    def doubled(x):
+        return 2.0 * x
+
+    mutagrad.defvjp(doubled, lambda g, ans, x: 3.0 * g, reads=((),))  # wrong: should be 2
+    monkeypatch.setitem(coverage.SAMPLES, "vstack", (coverage.VECTOR, doubled))
+    status, detail = coverage.try_sample("vstack")
+    assert status == "problem" and "wrong gradient" in detail
+
+
+def test_command_prints_the_table_and_writes_the_readme(tmp_path, capsys, entries):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{coverage.START}\nold\n{coverage.END}\nafter\n")
+    assert main(["coverage"]) == 0
+    table = coverage.markdown_table(entries)
+    assert table in capsys.readouterr().out
+    assert "old" in readme.read_text()  # not written without --write
+    assert main(["coverage", "--write", "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text == f"# x\n\nbefore\n{coverage.START}\n{table}\n{coverage.END}\nafter\n"
+    assert coverage.readme_table(readme) == table
