@@ -66,7 +66,7 @@ def check_not_open_buffer(value: Any, what: str) -> None:
     from mutagrad.core.trees import flatten
     from mutagrad.errors import MutagradError
 
-    leaves, _ = flatten(value)
+    leaves = (value,) if isinstance(value, WrappedValue) else flatten(value)[0]
     for leaf in leaves:
         if isinstance(leaf, WrappedValue):
             base = leaf._base if leaf._base is not None else leaf

@@ -177,3 +177,18 @@ def test_fortran_ordered_and_transposed_bases():
     check_gradient(g, z)
 
 
+
+
+@pytest.mark.parametrize("view_first", [True, False])
+def test_a_fortran_ordered_cotangent_meets_view_reads_of_the_same_array(view_first):
+    # prod's pullback along axis 0 of an array with a zero returns a fresh array in
+    # Fortran order; a view read of the same array contributes a region entry that
+    # assumes the array's own (C) order. The engine must not mix the two layouts.
+    W = np.array([[1.0, 2.0, 5.0], [3.0, 4.0, 6.0]])
+
+    def f(x):
+        if view_first:
+            return np.sum(x[1] * x[0]) + np.sum(np.prod(x, axis=0) * W[0])
+        return np.sum(np.prod(x, axis=0) * W[0]) + np.sum(x.T[:, 1] * x[0])
+
+    check_gradient(f, np.array([[0.0, 1.0, -0.5], [1.5, 0.5, 2.0]]), order=2)

@@ -91,8 +91,12 @@ class Tape:
         """Detach this tape from long-lived arrays: their nodes and captures."""
         for ref in self.touched.values():
             base = ref()
-            if base is not None and base._node is not None and base._node.tape is self:
+            if base is None:
+                continue
+            if base._node is not None and base._node.tape is self:
                 base._node = None
+            if base._captures:
+                base._captures = [c for c in base._captures if c.tape is not self]
         for ref in self.capture_bases.values():
             base = ref()
             if base is not None and base._captures:
@@ -370,6 +374,11 @@ LEAF = LeafRule("input")
 ANS = "ans"  # in a rule's ``reads``: the pullback reads the function's output
 
 
+def plan_key(active: int, n: int) -> Any:
+    """The cache key of a rule's plan for ``n`` arguments with activity bitmask ``active``."""
+    return (n << 16) | active if n <= 16 else (active, n)
+
+
 class VjpRule(Rule):
     """A rule given as one vector-Jacobian product per positional argument.
 
@@ -405,52 +414,86 @@ class VjpRule(Rule):
         # arguments; a user's rule gets read-only views and its output is
         # copied if it aliases an argument.
         self.trusted = trusted
-        self._plans: dict[tuple[bool, ...], tuple[tuple[bool, ...], bool]] = {}
+        self._plans: dict[Any, tuple[tuple[bool, ...], bool]] = {}
 
-    def plan(self, active: tuple[bool, ...]) -> tuple[tuple[bool, ...], bool]:
-        """Which arguments, and whether the output, must be saved for ``active`` inputs."""
-        plan = self._plans.get(active)
+    def plan(self, active: int, n: int) -> tuple[tuple[bool, ...], bool]:
+        """Which of the ``n`` arguments, and whether the output, must be saved.
+
+        ``active`` has bit ``i`` set when argument ``i`` needs a gradient.
+        """
+        key = plan_key(active, n)
+        plan = self._plans.get(key)
         if plan is None:
-            need = [False] * len(active)
+            need = [False] * n
             need_ans = False
-            for i, on in enumerate(active):
-                if not on or i >= len(self.reads):
+            for i in range(min(n, len(self.reads))):
+                if not active >> i & 1:
                     continue
                 for item in self.reads[i]:
                     if item == ANS:
                         need_ans = True
-                    elif item < len(need):
+                    elif item < n:
                         need[item] = True
-            plan = self._plans[active] = (tuple(need), need_ans)
+            plan = self._plans[key] = (tuple(need), need_ans)
         return plan
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         inputs = node.inputs
-        recording = bk.recording and bk.needs_recording(node, g)
         saved = node.saved
-        if recording:
-            vals = [
-                bk.traced(v, inputs[i] if i < len(inputs) else node) for i, v in enumerate(saved)
-            ]
+        if bk.recording and bk.needs_recording(node, g):
+            n = len(inputs)
+            vals = [bk.traced(v, inputs[i] if i < n else node) for i, v in enumerate(saved)]
+            trusted = False
         else:
-            vals = [v.read() if type(v) is Capture else v for v in saved]
-            if not self.trusted:
+            vals = [
+                v if type(v) is not Capture else v.data if v.poisoned_by is None else v.read()
+                for v in saved
+            ]
+            trusted = self.trusted
+            if not trusted:
                 vals = [read_only(v) for v in vals]
         ans = vals.pop()
-        kwargs = node.kwargs or {}
+        kwargs = node.kwargs or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
+        first = None
+        results = None
         for i, inp in enumerate(inputs):
-            if inp is not None and inp.tag & bit:
-                vjp = vjps[i] if i < len(vjps) else None
-                if vjp is None:
-                    if inp.dtype.kind in "biu":
-                        continue  # an integer used as an index or a size: no derivative
-                    raise NotDifferentiableError(
-                        f"{self.name} has no derivative with respect to argument {i}, "
-                        "but that argument depends on a differentiated input"
-                    )
-                bk.accumulate(inp, vjp(g, ans, *vals, **kwargs))
+            if inp is None or not inp.tag & bit:
+                continue
+            vjp = vjps[i] if i < len(vjps) else None
+            if vjp is None:
+                if inp.dtype.kind in "biu":
+                    continue  # an integer used as an index or a size: no derivative
+                raise NotDifferentiableError(
+                    f"{self.name} has no derivative with respect to argument {i}, "
+                    "but that argument depends on a differentiated input"
+                )
+            result = (inp, vjp(g, ans, *vals, **kwargs))
+            if first is None:
+                first = result
+            elif results is None:
+                results = [first, result]
+            else:
+                results.append(result)
+        # mutagrad's own vjps return g or fresh arrays (never a saved value). The
+        # engine may update a cotangent in place only if no other input got it too.
+        if results is None:
+            if first is not None:
+                inp, c = first
+                bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
+            return
+        for inp, c in results:
+            alone = sum(other is c for _, other in results) == 1
+            bk.accumulate(inp, c, alone and (owned if c is g else trusted and _fresh(c)))
+
+
+_NO_KWARGS: dict[str, Any] = {}
+
+
+def _fresh(c: Any) -> bool:
+    """An array that owns its memory (not a view such as broadcast_to's)."""
+    return type(c) is np.ndarray and c.base is None
 
 
 def read_only(value: Any) -> Any:
@@ -510,7 +553,21 @@ class BackwardPass:
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
         """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""
-        if c is None or type(c) is NoTangent:
+        kind = type(c)
+        if (kind is np.float64 or kind is np.ndarray) and c.dtype is node.dtype:
+            # The common case: a float64 cotangent for a float64 value.
+            if c.shape != node.shape:
+                c = unbroadcast(c, node.shape)
+            old = self.cots.get(node)
+            if old is None or old is ZERO:
+                self.cots[node] = c
+                if owned:
+                    self.owned.add(node)
+                return
+            if kind is np.float64 and type(old) is np.float64:
+                self.cots[node] = old + c
+                return
+        if c is None or kind is NoTangent:
             return
         cots = self.cots
         if type(c) is ZeroTangent:
@@ -539,7 +596,8 @@ class BackwardPass:
             if owned:
                 self.owned.add(node)
         elif type(old) is SparseCotangent:
-            buf = c if (owned and isinstance(c, np.ndarray)) else owned_copy(c, want, old.layout)
+            reusable = owned and type(c) is np.ndarray and has_layout(c, old.layout)
+            buf = c if reusable else owned_copy(c, want, old.layout)  # regions assume the layout
             cots[node] = old.add_to(buf) if not is_traced(buf) else buf + traced_densify(old)
             self.owned.add(node)
         elif node in self.owned and type(old) is np.ndarray and not is_traced(c):
@@ -558,18 +616,6 @@ class BackwardPass:
             old = owned_copy(old, sparse.dtype, sparse.layout)
             self.owned.add(node)
         self.cots[node] = sparse.add_to(old)
-
-    def take(self, node: Node) -> tuple[Any, bool]:
-        """Remove and return ``node``'s cotangent, dense, with its ownership."""
-        g = self.cots.pop(node)
-        owned = node in self.owned
-        if owned:
-            self.owned.discard(node)
-        if type(g) is SparseCotangent:
-            if _sparse_is_traced(g):
-                return traced_densify(g), False
-            return g.dense(), True
-        return g, owned
 
 
 def _sparse_is_traced(sparse: SparseCotangent) -> bool:
@@ -596,17 +642,28 @@ def backward(
         bk.accumulate(node, g)
     nodes = tape.nodes
     cots = bk.cots
+    owned_nodes = bk.owned
+    get = cots.get
     for k in range(len(nodes) - 1, start - 1, -1):
         node = nodes[k]
-        if node not in cots or node in stop or node.rule.leaf:
+        g = get(node)
+        if g is None or node.rule.leaf or node in stop:
             continue
-        if cots[node] is ZERO:
-            del cots[node]
+        del cots[node]
+        if g is ZERO:
             for inp in node.inputs:
                 if inp is not None and inp.tag & bit and inp not in cots:
                     cots[inp] = ZERO
             continue
-        g, owned = bk.take(node)
+        owned = False
+        if owned_nodes and node in owned_nodes:
+            owned_nodes.discard(node)
+            owned = True
+        if type(g) is SparseCotangent:
+            if _sparse_is_traced(g):
+                g, owned = traced_densify(g), False
+            else:
+                g, owned = g.dense(), True
         node.rule.backward(node, g, owned, bk)
     return bk
 
@@ -630,20 +687,29 @@ def record(
     and dtype (an in-place operation passes its destination before writing).
     """
     tag = 0
-    for n in nodes:
+    active = 0
+    for i, n in enumerate(nodes):
         if n is not None:
             tag |= n.tag
+            active |= 1 << i
     tape = trace.tape
     node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, user_site(2))
-    need, need_ans = rule.plan(tuple(n is not None for n in nodes))
+    need, need_ans = rule.plan(active, len(raw))
     snapshot = trace.mode == "snapshot"
     saved: list[Any] = []
     for i, r in enumerate(raw):
+        kind = type(r)
         if need[i]:
-            # x * x reads one array twice: save it once.
-            twin = next((saved[j] for j in range(i) if need[j] and raw[j] is r), None)
-            saved.append(twin if twin is not None else save_value(r, args[i], node, snapshot))
-        elif type(r) is np.ndarray:
+            if kind is np.ndarray or kind is list:
+                twin = None
+                for j in range(i):  # x * x reads one array twice: save it once
+                    if raw[j] is r and need[j]:
+                        twin = saved[j]
+                        break
+                saved.append(twin if twin is not None else save_value(r, args[i], node, snapshot))
+            else:
+                saved.append(r)  # an immutable scalar (or a parameter) is its own copy
+        elif kind is np.ndarray:
             saved.append(Meta(r.shape, r.dtype))
         else:
             saved.append(r)
@@ -683,5 +749,10 @@ def capture(
         base._captures = [c]
     else:
         caps.append(c)
-    _remember(node.tape.capture_bases, base)
+    current = base._node
+    if current is None or current.tape is not node.tape:
+        # A long-lived array (a constant, a parameter): release must find it. An
+        # array whose value is on this tape was made or written in this call, and
+        # release reaches the written ones through ``touched``.
+        _remember(node.tape.capture_bases, base)
     return c

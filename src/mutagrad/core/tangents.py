@@ -245,7 +245,7 @@ def has_layout(buf: np.ndarray, layout: Layout) -> bool:
 def owned_copy(g: Any, dtype: np.dtype, layout: Layout) -> np.ndarray:
     """A fresh, writable copy of ``g`` (shape of ``g``) in the given layout."""
     if layout is None:
-        return np.array(g, dtype=dtype, copy=True)
+        return np.array(g, dtype=dtype, copy=True, order="C")  # region offsets assume C order
     buf = layout_buffer(np.shape(g), dtype, layout)
     buf[...] = g
     return buf

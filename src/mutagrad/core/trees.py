@@ -11,9 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
+
+_LEAF_TYPES = (np.ndarray, np.generic, float, int, str, bytes, type(None))
 
 
 def flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    if type(tree) is tuple and all(
+        isinstance(x, _LEAF_TYPES) or getattr(x, "_mutagrad_traced", False) for x in tree
+    ):
+        return list(tree), tuple  # the common case: a flat tuple of arrays and numbers
     leaves: list[Any] = []
     rebuild = _flatten_into(tree, leaves)
     return leaves, lambda new: rebuild(iter(new))

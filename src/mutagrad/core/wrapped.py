@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core import engine
-from mutagrad.core.engine import STATE, Node, VjpRule, record, save_output
+from mutagrad.core.engine import STATE, Node, VjpRule, record, save_output, save_value
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import describe_site, format_site, innermost_user_site, user_site
+from mutagrad.core.tangents import Meta
 from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
 
 # Flags. On a base: BORROWED (memory is the caller's; copy before the first
@@ -217,6 +218,12 @@ class WrappedValue:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         from mutagrad.core import mutation
 
+        if method == "__call__" and not kwargs:
+            # np.tanh(x), np.add(x, y): the same fast path as the operators.
+            if len(inputs) == 2:
+                return _binary(ufunc, ufunc, inputs[0], inputs[1])
+            if len(inputs) == 1:
+                return _unary(ufunc, ufunc, inputs[0])
         if method == "at":
             return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
         out = kwargs.get("out")
@@ -429,22 +436,39 @@ def _truncated(result: Any, raw: Any, nodes: Any) -> bool:
     )
 
 
+def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
+    """The raw value of an operand and its node on ``tape`` (None for a constant)."""
+    if not isinstance(x, WrappedValue):
+        return x, None
+    if tape is None:
+        return x._data, None
+    if x._base is None:
+        n = x._node
+        return x._data, n if n is not None and n.tape is tape else None
+    return x._data, node_of(x, tape)
+
+
+def _saved_operand(raw: Any, arg: Any, needed: bool, node: Node, snapshot: bool) -> Any:
+    kind = type(raw)
+    if needed:
+        return save_value(raw, arg, node, snapshot) if kind is np.ndarray or kind is list else raw
+    return Meta(raw.shape, raw.dtype) if kind is np.ndarray else raw
+
+
 def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
-    """``a <op> b`` where at least one side is a WrappedArray (the operator fast path)."""
+    """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
+
+    The same as ``apply`` followed by ``record``, unrolled for two operands:
+    every arithmetic operator in a traced loop comes through here.
+    """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
-    if isinstance(a, WrappedValue):
-        ra = a._data
-        na = node_of(a, tape) if tape is not None else None
-    else:
-        ra, na = a, None
-    if isinstance(b, WrappedValue):
-        rb = b._data
-        nb = node_of(b, tape) if tape is not None else None
-    else:
-        rb, nb = b, None
+    ra, na = _operand(a, tape)
+    rb, nb = _operand(b, tape)
     result = pyop(ra, rb)
-    if (na is None and nb is None) or _truncated(result, (ra, rb), (na, nb)):
+    if na is None and nb is None:
+        return wrap_constant(result, (a, b), (ra, rb))
+    if type(result) is not np.float64 and _truncated(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -453,19 +477,39 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a, b), (ra, rb))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    node, need_ans = record(rule, (a, b), [ra, rb], [na, nb], result, None, trace)
-    out = wrap(result, node)
+    if na is None:
+        active, tag = 2, nb.tag  # type: ignore[union-attr]
+    elif nb is None:
+        active, tag = 1, na.tag
+    else:
+        active, tag = 3, na.tag | nb.tag
+    # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
+    need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
+    # Frames 1 and 2 are this function and an operator or __array_ufunc__:
+    # the user's frame, when the user called us, is frame 3.
+    node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, user_site(3))
+    snapshot = trace.mode == "snapshot"
+    saved_a = _saved_operand(ra, a, need[0], node, snapshot)
+    if need[0] and need[1] and rb is ra:
+        saved_b = saved_a  # x * x: one array, saved once
+    else:
+        saved_b = _saved_operand(rb, b, need[1], node, snapshot)
+    node.saved = (saved_a, saved_b, None)
+    tape.nodes.append(node)  # type: ignore[union-attr]
+    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode == "snapshot")
+        save_output(node, out, snapshot)
     return out
 
 
 def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
+    """``<op> a`` or ``ufunc(a)``: :func:`_binary` for one operand."""
     trace = STATE.get()
-    ra = a._data
-    na = node_of(a, trace.tape) if trace is not None else None
+    ra, na = _operand(a, trace.tape if trace is not None else None)
     result = pyop(ra)
-    if na is None or _truncated(result, (ra,), (na,)):
+    if na is None:
+        return wrap_constant(result, (a,), (ra,))
+    if type(result) is not np.float64 and _truncated(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -474,10 +518,15 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a,), (ra,))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    node, need_ans = record(rule, (a,), [ra], [na], result, None, trace)
-    out = wrap(result, node)
+    # 0x10001 is plan_key(1, 1): the operand is active.
+    need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
+    node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, user_site(3))
+    snapshot = trace.mode == "snapshot"
+    node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
+    trace.tape.nodes.append(node)
+    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode == "snapshot")
+        save_output(node, out, snapshot)
     return out
 
 
@@ -602,7 +651,7 @@ def is_active(w: WrappedArray) -> bool:
 
 
 def any_active(values: Any) -> bool:
-    """True when any WrappedArray among ``values`` (looking one level into lists) is active."""
+    """True when any WrappedArray among ``values`` (in nested lists and tuples) is active."""
     trace = STATE.get()
     if trace is None:
         return False
@@ -610,10 +659,8 @@ def any_active(values: Any) -> bool:
         if isinstance(v, WrappedValue):
             if is_active(v):
                 return True
-        elif isinstance(v, (list, tuple)):
-            for item in v:
-                if isinstance(item, WrappedValue) and is_active(item):
-                    return True
+        elif isinstance(v, (list, tuple)) and any_active(v):
+            return True
     return False
 
 
