@@ -1,23 +1,75 @@
 """mutagrad's command line: ``python -m mutagrad report`` (also the ``mutagrad`` script).
 
-``report`` differentiates the seed scenarios in strict, poison and snapshot
-mode, compares each gradient with finite differences and prints a table. It
-exits with status 1 if any gradient is wrong or any call crashed.
+``report`` differentiates every program of a corpus (by default the bundled
+one, :mod:`mutagrad.report.programs`) in strict, poison and snapshot mode,
+compares each gradient with central finite differences, classifies poison
+errors as genuine or false alarms, measures time, memory and bytes copied,
+prints the headline and a summary table, and writes ``index.html``,
+``report.md`` and ``results.json`` into ``--out`` (default
+``./mutagrad-report``). It exits with status 1 if any gradient is wrong or any
+call crashed or timed out (except in programs marked with a ``known_issue``,
+which the report still shows in red), 2 if the corpus cannot be loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
-from mutagrad.report import render_text, run_report
+from mutagrad.report import (
+    DEFAULT_CORPUS,
+    DEFAULT_OUT,
+    DEFAULT_REPEATS,
+    DEFAULT_TIME_LIMIT,
+    CorpusError,
+    load_corpus,
+    render_text,
+    run_report,
+    write_report,
+)
+
+
+def _use_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return sys.stdout.isatty()
 
 
 def report_command(args: argparse.Namespace) -> int:
-    report = run_report()
-    print(render_text(report))
-    return 1 if report.failures else 0
+    try:
+        programs = load_corpus(args.corpus)
+    except CorpusError as error:
+        print(f"mutagrad report: {error}", file=sys.stderr)
+        return 2
+    if args.select:
+        programs = tuple(
+            p for p in programs if any(s in p.name or s == p.category for s in args.select)
+        )
+        if not programs:
+            print("mutagrad report: --select matched no program", file=sys.stderr)
+            return 2
+    report = run_report(
+        programs,
+        corpus=args.corpus,
+        repeats=args.repeats,
+        time_limit=args.time_limit if args.time_limit > 0 else None,
+    )
+    paths = write_report(report, args.out) if args.out else {}
+    count = f"{len(programs)} program{'s' if len(programs) != 1 else ''}"
+    try:
+        print(render_text(report, color=_use_color(args.color)))
+        if paths:
+            print()
+            print("wrote " + ", ".join(str(p) for p in paths.values()))
+        print(f"({count}, {report.seconds:.1f} s)")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): the files are written
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keep interpreter exit quiet)
+    return 1 if report.unexpected_failures else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,11 +79,59 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
     report = commands.add_parser(
         "report",
-        help="differentiate the seed scenarios in every mode and print a table",
-        description="Differentiate the seed scenarios in strict, poison and snapshot mode "
-        "and compare each gradient with central finite differences.",
+        help="compare strict (Zygote's rule), poison and snapshot mode on a corpus",
+        description="Differentiate every program of a corpus in strict, poison and snapshot "
+        "mode, compare each gradient with central finite differences, classify poison errors "
+        "as genuine or false alarms, measure time, memory and bytes copied, print a summary "
+        "and write index.html, report.md and results.json.",
+    )
+    report.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"directory for index.html, report.md and results.json (default: ./{DEFAULT_OUT}; "
+        "an empty string writes no files)",
+    )
+    report.add_argument(
+        "--corpus",
+        default=DEFAULT_CORPUS,
+        metavar="PATH_OR_MODULE",
+        help="a .py file or an importable module with a module-level CORPUS "
+        f"(see mutagrad.report.corpus; default: {DEFAULT_CORPUS})",
+    )
+    report.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        metavar="N",
+        help=f"timing samples per program and mode; the median is reported (default: "
+        f"{DEFAULT_REPEATS})",
+    )
+    report.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_TIME_LIMIT,
+        metavar="SECONDS",
+        help="limit for each call (the plain run and finite differences, each mode's "
+        "gradient); a call over it is recorded as a timeout and the run goes on; 0 for no "
+        f"limit (default: {DEFAULT_TIME_LIMIT:g})",
+    )
+    report.add_argument(
+        "--select",
+        action="append",
+        metavar="TEXT",
+        help="run only programs whose name contains TEXT or whose category is TEXT (repeatable)",
+    )
+    report.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the terminal table (default: auto, when standard output is a terminal)",
     )
     report.set_defaults(run=report_command)
+    from mutagrad.coverage import add_command as add_coverage_command
+
+    add_coverage_command(commands)
     return parser
 
 

@@ -1,27 +1,94 @@
-"""``python -m mutagrad report``: how each mode handles the seed documents' scenarios.
+"""``mutagrad report``: which programs strict mode (Zygote's rule), poison and snapshot accept.
 
-The report has three parts:
+The parts:
 
-* :mod:`mutagrad.report.scenarios` – the corpus: plain functions with their
-  arguments and what the seeds say Zygote does with them;
-* :mod:`mutagrad.report.runner` – differentiates every scenario in every mode
-  and compares with central finite differences, producing
-  :class:`~mutagrad.report.runner.ModeResult` records;
-* :mod:`mutagrad.report.text` – renders the records as a terminal table.
+* :mod:`mutagrad.report.corpus` – the corpus format (:class:`Program`) and
+  :func:`load_corpus` for ``--corpus path_or_module``;
+* :mod:`mutagrad.report.programs` – the bundled corpus, built on
+  :mod:`mutagrad.report.scenarios` (the seed documents' scenarios);
+* :mod:`mutagrad.report.runner` – differentiates every program in every mode,
+  judges the result against finite differences, classifies poison errors as
+  genuine or false alarms, and measures time, memory and bytes copied;
+* :mod:`mutagrad.report.summary` – the headline counts;
+* :mod:`mutagrad.report.text`, :mod:`~mutagrad.report.markdown`,
+  :mod:`~mutagrad.report.html_page`, :mod:`~mutagrad.report.results` – the
+  terminal summary, report.md, index.html and results.json
+  (:func:`write_report` writes the three files);
+* :mod:`mutagrad.report.plots` – matplotlib plots (optional extra ``report``).
 """
 
-from mutagrad.report.runner import MODES, ModeResult, Report, Status, run_report, run_scenario
-from mutagrad.report.scenarios import CORPUS, Scenario
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutagrad.report.corpus import (
+    CATEGORIES,
+    DEFAULT_CORPUS,
+    CorpusError,
+    Program,
+    add_to,
+    load_corpus,
+)
+from mutagrad.report.html_page import render_html
+from mutagrad.report.markdown import render_markdown
+from mutagrad.report.results import SCHEMA, render_json, results_document
+from mutagrad.report.runner import (
+    DEFAULT_REPEATS,
+    DEFAULT_TIME_LIMIT,
+    MODES,
+    ModeResult,
+    Outcome,
+    PoisonVerdict,
+    ProgramResult,
+    Report,
+    run_program,
+    run_report,
+)
+from mutagrad.report.summary import Summary, headline, summarize
 from mutagrad.report.text import render_text
 
+DEFAULT_OUT = "mutagrad-report"
+REPORT_FILES = ("index.html", "report.md", "results.json")
+
+
+def write_report(report: Report, out: str | Path = DEFAULT_OUT) -> dict[str, Path]:
+    """Write index.html, report.md and results.json into ``out`` (created if needed)."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / name for name in REPORT_FILES}
+    paths["index.html"].write_text(render_html(report), encoding="utf-8")
+    paths["report.md"].write_text(render_markdown(report), encoding="utf-8")
+    paths["results.json"].write_text(render_json(report), encoding="utf-8")
+    return paths
+
+
 __all__ = [
-    "CORPUS",
+    "CATEGORIES",
+    "DEFAULT_CORPUS",
+    "DEFAULT_OUT",
+    "DEFAULT_REPEATS",
+    "DEFAULT_TIME_LIMIT",
     "MODES",
+    "REPORT_FILES",
+    "SCHEMA",
+    "CorpusError",
     "ModeResult",
+    "Outcome",
+    "PoisonVerdict",
+    "Program",
+    "ProgramResult",
     "Report",
-    "Scenario",
-    "Status",
+    "Summary",
+    "add_to",
+    "headline",
+    "load_corpus",
+    "render_html",
+    "render_json",
+    "render_markdown",
     "render_text",
+    "results_document",
+    "run_program",
     "run_report",
-    "run_scenario",
+    "summarize",
+    "write_report",
 ]

@@ -1,9 +1,9 @@
-"""The report's corpus: the seed documents' Zygote scenarios as plain Python functions.
+"""The seed documents' scenarios as corpus programs (category ``seed``).
 
-Each :class:`Scenario` is a scalar-valued function written with plain numpy,
-the arguments to differentiate it at, and what the seeds say Zygote does with
-it. The functions run unchanged on plain ndarrays, which is how the runner
-computes its finite-difference reference.
+Each program is a scalar-valued function written with plain numpy, the point
+to differentiate it at, and what the seed documents show Zygote doing with the
+Julia original. The functions run unchanged on plain ndarrays, which is how
+the report computes its finite-difference reference.
 
 The seeds' ``jclock`` (a foreign call to the C clock) is left out: its value
 changes between calls, so finite differences of it are meaningless.
@@ -15,31 +15,21 @@ seeds leave it out (their pullbacks are only right for ȳ = 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import attrs
 import numpy as np
 
 import mutagrad
+from mutagrad.report.corpus import (
+    ZYGOTE_MUTATION_ERROR,
+    ZYGOTE_OK,
+    ZYGOTE_OK_WITH_RULE,
+    ZYGOTE_TRY_CATCH_ERROR,
+    Program,
+)
 
-ZYGOTE_MUTATION_ERROR = "error: mutation"
-ZYGOTE_TRY_CATCH_ERROR = "error: try/catch"
-
-
-@attrs.frozen
-class Scenario:
-    """One function to differentiate, with its arguments and what Zygote does with it."""
-
-    name: str
-    description: str
-    function: Callable[..., Any]
-    args: tuple[Any, ...] = attrs.field(converter=tuple)
-    writes_traced_array: bool
-    """Whether the function writes in place into an array the tape traces."""
-    zygote: str
-    """Zygote's behaviour as the seed documents show it ("" when they do not)."""
-    seed_section: str
+LIMITATIONS = "Zygote docs, Limitations"
+WHICH_RULES = "ChainRules docs, Which functions need rules?"
+PROPOSAL_THREAD = "thread: Idea to make Zygote support mutation in easy cases"
+API_PAGE = "Zygote API page (via Flux's docs)"
 
 
 def f_(x):
@@ -145,117 +135,227 @@ def _sum3_rule(a):
 
 
 def square_then_clear(x):
-    """Overwrites ``x`` after ``x * x`` saved it for its pullback."""
+    """The thread's ``y = x*x; fill!(x, 0); sum(y)``: the overwritten x is needed."""
     y = x * x
     x.fill(0)
     return np.sum(y)
+
+
+def square_then_clear_unused(x):
+    """``y = x*x; fill!(x, 0); sum(x)``: the overwritten x is never read."""
+    y = x * x  # noqa: F841 (saved for a pullback that never runs)
+    x.fill(0)
+    return np.sum(x)
+
+
+def comprehension_sum(x):
+    """The thread's ``sum(Float32[x for _ in 1:3])``, as numpy builds it: from a list."""
+    return np.sum(np.array([x * 1.0 for _ in range(3)]))
+
+
+def product_of_three(a, b, c):
+    """The API page's ``gradient(*, 2.0, 3.0, 5.0)``."""
+    return a * b * c
+
+
+def sum_abs2(x):
+    """The API page's ``sum(abs2, x)``."""
+    return np.sum(np.abs(x) ** 2)
+
+
+def size_as_power(x, y, d):
+    """The API page's ``p = size(x, d); sum(x.^p .+ y)``: ``d`` is an axis, no gradient."""
+    p = np.shape(x)[d]
+    return np.sum(x**p + y)
+
+
+def broadcast_product(x, y, z):
+    """The API page's implicit-parameter example ``sum(x .* y .* z')``, explicitly."""
+    return np.sum(x * y[:, None] * z[None, :])
 
 
 def _random(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).random(n)
 
 
-LIMITATIONS = "Zygote docs, Limitations"
-WHICH_RULES = "ChainRules docs, Which functions need rules?"
-
-CORPUS: tuple[Scenario, ...] = (
-    Scenario(
+SEED_PROGRAMS: tuple[Program, ...] = (
+    Program(
         name="f!",
+        category="seed",
         description="sum(f!(x)): x[:] = 2 * x overwrites the argument",
         function=sum_of_f_,
         args=(np.array([1.0, 2.0, 3.0]),),
-        writes_traced_array=True,
+        mutates=True,
         zygote=ZYGOTE_MUTATION_ERROR,
-        seed_section=LIMITATIONS,
+        source=LIMITATIONS,
     ),
-    Scenario(
+    Program(
         name="g",
+        category="seed",
         description="sum(g(y)), g(y) = g!(np.empty_like(y), y) fills a fresh buffer",
         function=sum_of_g,
         args=(np.array([0.5, -1.0, 4.0]),),
-        writes_traced_array=True,
+        mutates=True,
         zygote=ZYGOTE_MUTATION_ERROR,
-        seed_section=LIMITATIONS,
+        source=LIMITATIONS,
     ),
-    Scenario(
+    Program(
         name="addone",
+        category="seed",
         description="b = np.empty_like(a); b[:] = a + 1; sum(b)",
         function=addone,
         args=(np.array([1.0, 2.0, 3.0]),),
-        writes_traced_array=True,
+        mutates=True,
         zygote=ZYGOTE_MUTATION_ERROR,
-        seed_section=WHICH_RULES,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="addone+rrule",
+        category="seed",
         description="addone behind a custom rrule (the write happens inside the rule)",
         function=addone_with_rule,
         args=(np.array([1.0, 2.0, 3.0]),),
-        writes_traced_array=False,
-        zygote="ok (rrule)",
-        seed_section=WHICH_RULES,
+        mutates=False,
+        zygote=ZYGOTE_OK_WITH_RULE,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="tryme",
+        category="seed",
         description="sum(tryme(x)): 2 * x inside try/except",
         function=sum_of_tryme,
         args=(np.array([1.0, 2.0, 3.0]),),
-        writes_traced_array=False,
+        mutates=False,
         zygote=ZYGOTE_TRY_CATCH_ERROR,
-        seed_section=LIMITATIONS,
+        source=LIMITATIONS,
     ),
-    Scenario(
+    Program(
         name="exception",
+        category="seed",
         description="x**2 inside try/except, at the Python float 3.0",
         function=exception,
         args=(3.0,),
-        writes_traced_array=False,
+        mutates=False,
         zygote=ZYGOTE_TRY_CATCH_ERROR,
-        seed_section=WHICH_RULES,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="mse",
+        category="seed",
         description="mean squared error as a loop over 30 scalars",
         function=mse,
         args=(_random(30, seed=1), _random(30, seed=2)),
-        writes_traced_array=False,
+        mutates=False,
         zygote="ok (slow)",
-        seed_section=WHICH_RULES,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="mse+rrule",
+        category="seed",
         description="mse behind a custom rrule with a vectorised pullback",
         function=mse_with_rule,
         args=(_random(30, seed=1), _random(30, seed=2)),
-        writes_traced_array=False,
-        zygote="ok (rrule)",
-        seed_section=WHICH_RULES,
+        mutates=False,
+        zygote=ZYGOTE_OK_WITH_RULE,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="sum3",
+        category="seed",
         description="a[0] + a[1] + a[2] on a 30-element array",
         function=sum3,
         args=(_random(30, seed=3),),
-        writes_traced_array=False,
-        zygote="ok",
-        seed_section=WHICH_RULES,
+        mutates=False,
+        zygote=ZYGOTE_OK,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="sum3+rrule",
+        category="seed",
         description="sum3 behind a custom rrule writing one dense gradient",
         function=sum3_with_rule,
         args=(_random(30, seed=3),),
-        writes_traced_array=False,
-        zygote="ok (rrule)",
-        seed_section=WHICH_RULES,
+        mutates=False,
+        zygote=ZYGOTE_OK_WITH_RULE,
+        source=WHICH_RULES,
     ),
-    Scenario(
+    Program(
         name="fill after x*x",
+        category="seed",
         description="y = x * x; x.fill(0); sum(y): overwrites a value the pullback needs",
         function=square_then_clear,
         args=(np.array([1.0, 2.0, 3.0]),),
-        writes_traced_array=True,
-        zygote="",
-        seed_section="not shown in the seeds (they warn about fill! rules)",
+        mutates=True,
+        zygote=ZYGOTE_MUTATION_ERROR,
+        source=PROPOSAL_THREAD,
+        note="genuine: multiply's pullback needs the old x, so the only right answers are "
+        "2x (snapshot) or an error (poison); an unchecked engine returns zeros",
+    ),
+    Program(
+        name="fill, x*x unused",
+        category="seed",
+        description="y = x * x; x.fill(0); sum(x): the overwritten x is never read",
+        function=square_then_clear_unused,
+        args=(np.array([1.0, 2.0, 3.0]),),
+        mutates=True,
+        zygote=ZYGOTE_MUTATION_ERROR,
+        source=PROPOSAL_THREAD,
+    ),
+    Program(
+        name="comprehension",
+        category="seed",
+        description="sum(np.array([x for _ in range(3)])) at a scalar x (Julia's typed "
+        "comprehension mutates; numpy's list-to-array does not)",
+        function=comprehension_sum,
+        args=(0.7,),
+        mutates=False,
+        zygote=ZYGOTE_MUTATION_ERROR,
+        source=PROPOSAL_THREAD,
+        note="np.array of a list of traced scalars converts them to raw floats, which "
+        "mutagrad refuses (TracerConversionError); np.stack of the list works",
+    ),
+    Program(
+        name="api: a*b*c",
+        category="seed",
+        description="gradient(*, 2.0, 3.0, 5.0) == (15.0, 10.0, 6.0)",
+        function=product_of_three,
+        args=(2.0, 3.0, 5.0),
+        mutates=False,
+        zygote=ZYGOTE_OK,
+        source=API_PAGE,
+    ),
+    Program(
+        name="api: sum(abs2)",
+        category="seed",
+        description="sum(abs(x)**2) at [7, 11, 13]",
+        function=sum_abs2,
+        args=(np.array([7.0, 11.0, 13.0]),),
+        mutates=False,
+        zygote=ZYGOTE_OK,
+        source=API_PAGE,
+    ),
+    Program(
+        name="api: size as power",
+        category="seed",
+        description="p = x.shape[d]; sum(x**p + y) at the int array [7, 11], y = 0, d = 0",
+        function=size_as_power,
+        args=(np.array([7, 11]), 0, 0),
+        mutates=False,
+        zygote=ZYGOTE_OK,
+        source=API_PAGE,
+    ),
+    Program(
+        name="api: broadcast",
+        category="seed",
+        description="sum(x * y[:, None] * z[None, :]) with x 2x3",
+        function=broadcast_product,
+        args=(
+            np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
+            np.array([7.0, 8.0]),
+            np.array([1.0, 10.0, 100.0]),
+        ),
+        mutates=False,
+        zygote=ZYGOTE_OK,
+        source=API_PAGE,
     ),
 )

@@ -1,78 +1,156 @@
 """Plain-text rendering of a :class:`~mutagrad.report.runner.Report` for the terminal.
 
-:func:`render_text` gives an aligned table (one row per scenario, one column
-per mode, then what the seeds say Zygote does), a legend, a one-line summary
-of counts per mode, and, when there are any, a block listing the wrong
-gradients and crashes, which are bugs.
+:func:`render_text` gives the headline (wrong gradients, crashes and timeouts
+in red when ``color`` is on), an aligned table (one row per program, one
+column per mode, then what Zygote does), a legend, and, when there are any, a
+block listing the results that mean a bug.
 """
 
 from __future__ import annotations
 
-from mutagrad.report.runner import ATOL, RTOL, Report, Status
+from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL
+from mutagrad.report.runner import ModeResult, Outcome, Report
+from mutagrad.report.summary import category_rows, headline, summarize
 
 WRONG_MARKER = "<<< WRONG GRADIENT"
-ZYGOTE_HEADER = "Zygote (seeds)"
+ZYGOTE_HEADER = "Zygote"
+
+RED = "\033[31;1m"
+GREEN = "\033[32m"
+YELLOW = "\033[33m"
+RESET = "\033[0m"
 
 
-def _align(rows: list[list[str]]) -> list[str]:
+def _paint(text: str, colour: str, color: bool) -> str:
+    return f"{colour}{text}{RESET}" if color and text.strip() else text
+
+
+def _colour_of(result: ModeResult) -> str:
+    if result.outcome is Outcome.OK:
+        return GREEN
+    if result.outcome is Outcome.ERROR:
+        return YELLOW
+    return RED
+
+
+def _align(rows: list[list[str]]) -> list[list[str]]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return [[cell.ljust(w) for cell, w in zip(row, widths)] for row in rows]
 
 
-def render_table(report: Report) -> str:
-    """One row per scenario: its cell in each mode, then Zygote's behaviour."""
-    rows = [["scenario", *report.modes, ZYGOTE_HEADER]]
-    has_wrong = [False]
-    for scenario in report.scenarios:
-        results = [report.result(scenario.name, mode) for mode in report.modes]
-        rows.append([scenario.name, *(r.cell for r in results), scenario.zygote or "-"])
-        has_wrong.append(any(r.status is Status.WRONG for r in results))
-    lines = _align(rows)
-    rule = "-" * max(len(line) for line in lines)
-    lines = [f"{line}  {WRONG_MARKER}" if wrong else line for line, wrong in zip(lines, has_wrong)]
-    return "\n".join([lines[0], rule, *lines[1:]])
+def render_headline(report: Report, color: bool = False) -> str:
+    lines = []
+    for sentence in headline(summarize(report)):
+        lines.append(_paint(sentence.text, RED, color) if sentence.alarm else sentence.text)
+    return "\n".join(lines)
+
+
+def render_table(report: Report, color: bool = False) -> str:
+    """One row per program: its category, its cell in each mode, then Zygote's behaviour."""
+    header = ["program", "category", *report.modes, ZYGOTE_HEADER]
+    rows = [header]
+    results = []
+    for p in report.programs:
+        row_results = [p.mode(m) for m in report.modes]
+        results.append(row_results)
+        rows.append(
+            [p.label, p.program.category, *(r.cell for r in row_results), p.program.zygote or "-"]
+        )
+    aligned = _align(rows)
+    width = len("  ".join(aligned[0]).rstrip())
+    lines = ["  ".join(aligned[0]).rstrip(), "-" * width]
+    for cells, row_results in zip(aligned[1:], results):
+        first = len(cells) - len(report.modes) - 1
+        painted = list(cells)
+        for i, r in enumerate(row_results):
+            painted[first + i] = _paint(cells[first + i], _colour_of(r), color)
+        line = "  ".join(painted).rstrip()
+        if any(r.outcome is Outcome.WRONG for r in row_results):
+            line += "  " + _paint(WRONG_MARKER, RED, color)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def render_legend() -> str:
     return (
-        f"ok: matches central finite differences (rtol {RTOL:g}, atol {ATOL:g}); "
-        "an error name: mutagrad refused;\n"
-        "WRONG: a gradient that differs from finite differences (a mutagrad bug)."
+        f"ok: value and gradient match plain numpy and central finite differences "
+        f"(rtol {DEFAULT_RTOL:g}, atol {DEFAULT_ATOL:g} x max(1, |reference|));\n"
+        "an error name: mutagrad refused. Poisoned (genuine): the overwritten value was\n"
+        "needed; Poisoned (false alarm): re-run with poisoned captures read anyway, the\n"
+        "gradient was right. WRONG: a value or gradient that differs (a mutagrad bug);\n"
+        "crash: an unexpected exception. Zygote: what Zygote does with the Julia equivalent\n"
+        "(from the seed documents, and its rule that every array mutation raises)."
     )
 
 
-def render_summary(report: Report) -> str:
-    """One line: per mode, how many results are ok, refused (a mutagrad error), crashed, wrong."""
-    parts = []
-    for mode in report.modes:
-        counts = report.status_counts(mode)
-        part = f"{mode}: {counts[Status.OK]} ok, {counts[Status.ERROR]} refused"
-        if counts[Status.CRASH]:
-            part += f", {counts[Status.CRASH]} CRASH"
-        part += f", {counts[Status.WRONG]} WRONG"
-        parts.append(part)
-    return "summary: " + "; ".join(parts)
-
-
 def render_failures(report: Report) -> str:
-    """The wrong gradients and crashes, one per line ("" when there are none)."""
-    lines = []
+    """The wrong gradients, crashes and timeouts, one line per program ("" when none)."""
+    groups: dict[tuple[str, str], list[ModeResult]] = {}
     for r in report.failures:
-        if r.status is Status.WRONG:
+        groups.setdefault((r.program, r.outcome.value), []).append(r)
+    lines = []
+    for (program, _), results in groups.items():
+        r = results[0]
+        modes = ", ".join(x.mode for x in results)
+        issue = report.program(program).program.known_issue
+        if issue:
+            what = r.outcome.value
+            if r.error_type:
+                what += f" ({r.error_type}: {r.error_message})"
+            lines.append(f"  KNOWN    {program} [{modes}]: {what}; {issue}")
+        elif r.outcome is Outcome.WRONG:
+            what = "value differs" if r.value_matches is False else "gradient differs"
+            worst = max(x.max_abs_difference or 0.0 for x in results)
             lines.append(
-                f"  WRONG  {r.scenario} [{r.mode}]: max |gradient - reference| = "
-                f"{r.max_abs_difference:.3g}"
+                f"  WRONG    {program} [{modes}]: {what}; max |gradient - reference| = {worst:.3g}"
             )
+        elif r.outcome is Outcome.TIMEOUT:
+            lines.append(f"  TIMEOUT  {program} [{modes}]: {r.error_message}")
         else:
-            lines.append(f"  CRASH  {r.scenario} [{r.mode}]: {r.error_type}: {r.error_message}")
+            lines.append(f"  CRASH    {program} [{modes}]: {r.error_type}: {r.error_message}")
     if not lines:
         return ""
-    return "\n".join(["BUGS (a wrong gradient or a crash must never happen):", *lines])
+    return "\n".join(["BUGS (a wrong gradient, a crash or a hang must never happen):", *lines])
 
 
-def render_text(report: Report) -> str:
-    sections = [render_table(report), render_legend(), render_summary(report)]
+def render_verdict_counts(report: Report) -> str:
+    """One line per mode: how its results split into outcomes, in a fixed order."""
+    order = ["ok", "poisoned, genuine", "poisoned, false alarm", "poisoned, undetermined"]
+    lines = []
+    for mode in report.modes:
+        counts: dict[str, int] = {}
+        for p in report.programs:
+            r = p.mode(mode)
+            if r.poison_verdict is not None:
+                key = f"poisoned, {r.poison_verdict.value}"
+            elif r.outcome is Outcome.ERROR:
+                key = str(r.error_type)
+            else:
+                key = r.outcome.value.upper() if r.outcome is not Outcome.OK else "ok"
+            counts[key] = counts.get(key, 0) + 1
+        keys = [k for k in order if k in counts]
+        keys += sorted(k for k in counts if k not in order)
+        lines.append(f"  {mode:<9} " + ", ".join(f"{counts[k]} {k}" for k in keys))
+    return "per mode:\n" + "\n".join(lines)
+
+
+def render_categories(report: Report) -> str:
+    """Per category: programs, how many each mode accepts, poison verdicts."""
+    header, rows = category_rows(summarize(report))
+    aligned = _align([header, *rows])
+    lines = ["  ".join(row).rstrip() for row in aligned]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:-1], "-" * len(lines[0]), lines[-1]])
+
+
+def render_text(report: Report, color: bool = False) -> str:
+    sections = [
+        render_headline(report, color),
+        render_table(report, color),
+        render_legend(),
+        render_verdict_counts(report),
+        render_categories(report),
+    ]
     failures = render_failures(report)
     if failures:
-        sections.append(failures)
+        sections.append(_paint(failures, RED, color))
     return "\n\n".join(sections)

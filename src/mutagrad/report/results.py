@@ -1,0 +1,175 @@
+"""``results.json``: every measured number of a report, plus its settings and environment.
+
+The file is one JSON object (``schema``: :data:`SCHEMA`)::
+
+    {
+      "schema": "mutagrad-report/1",
+      "environment": {"python", "numpy", "mutagrad", "matplotlib", "platform",
+                      "machine", "processor", "cpu_count", "load_average",
+                      "date"},
+      "settings": {"corpus", "modes", "repeats", "time_limit_seconds",
+                   "sample_seconds", "rtol", "atol", "finite_difference_step",
+                   "measure_memory"},
+      "started": ISO 8601 date, "seconds": total run time,
+      "summary": {"programs", "mutating", "accepted": {mode: n},
+                  "poison_errors": {"total", "genuine", "false_alarm",
+                                    "undetermined"},
+                  "genuine": [[program, mode]], "false_alarms": [...],
+                  "wrong": [...], "crashed": [...], "timed_out": [...],
+                  "refused_everywhere": [[program, error type]],
+                  "known_issues": [program],
+                  "median_overhead": {mode: ratio or null},
+                  "median_overhead_accepted": {mode: ratio or null},
+                  "overhead_programs": n, "errors_by_mode": {mode: {type: n}},
+                  "by_category": {category: {"programs", "accepted": {mode: n},
+                                             "genuine", "false_alarms"}},
+                  "headline": [sentence, ...]},
+      "programs": [
+        {"name", "category", "description", "mutates", "zygote", "source",
+         "note", "known_issue", "arguments", "reference_error", "reference_seconds",
+         "forward_seconds", "forward_sample_seconds", "forward_peak_bytes",
+         "modes": {mode: {"outcome", "cell", "error_type", "error_message",
+                          "max_abs_difference", "value_matches",
+                          "bytes_copied", "seconds", "sample_seconds", "samples",
+                          "calls_per_sample", "peak_bytes",
+                          "overhead_ratio", "poison_verdict",
+                          "unchecked_max_abs_difference",
+                          "unchecked_error"}}}
+      ]
+    }
+
+Times are seconds per call, memory and copies in bytes; a number that was not
+measured (a refused call has no timing) is ``null``. Infinite differences are
+written as the string ``"inf"`` so that the file stays strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from mutagrad.report.runner import ModeResult, ProgramResult, Report
+from mutagrad.report.summary import Summary, headline, summarize
+
+SCHEMA = "mutagrad-report/1"
+
+
+def _number(x: float | None) -> float | str | None:
+    if x is None:
+        return None
+    if math.isinf(x) or math.isnan(x):
+        return str(x)
+    return x
+
+
+def _mode_entry(result: ModeResult, program: ProgramResult) -> dict[str, Any]:
+    return {
+        "outcome": result.outcome.value,
+        "cell": result.cell,
+        "error_type": result.error_type,
+        "error_message": result.error_message,
+        "max_abs_difference": _number(result.max_abs_difference),
+        "value_matches": result.value_matches,
+        "bytes_copied": result.bytes_copied,
+        "seconds": _number(result.seconds),
+        "sample_seconds": list(result.sample_seconds),
+        "samples": result.samples,
+        "calls_per_sample": result.calls_per_sample,
+        "peak_bytes": result.peak_bytes,
+        "overhead_ratio": _number(program.overhead(result.mode)),
+        "poison_verdict": result.poison_verdict.value if result.poison_verdict else None,
+        "unchecked_max_abs_difference": _number(result.unchecked_max_abs_difference),
+        "unchecked_error": result.unchecked_error,
+    }
+
+
+def _program_entry(p: ProgramResult) -> dict[str, Any]:
+    program = p.program
+    return {
+        "name": program.name,
+        "category": program.category,
+        "description": program.description,
+        "mutates": program.mutates,
+        "zygote": program.zygote,
+        "source": program.source,
+        "note": program.note,
+        "known_issue": program.known_issue,
+        "arguments": program.argument_summary,
+        "reference_error": p.reference_error,
+        "reference_seconds": _number(p.reference_seconds),
+        "forward_seconds": _number(p.forward_seconds),
+        "forward_sample_seconds": list(p.forward_sample_seconds),
+        "forward_peak_bytes": p.forward_peak_bytes,
+        "modes": {r.mode: _mode_entry(r, p) for r in p.modes},
+    }
+
+
+def _pairs(pairs: tuple[tuple[str, str], ...]) -> list[list[str]]:
+    return [list(pair) for pair in pairs]
+
+
+def _summary_entry(summary: Summary) -> dict[str, Any]:
+    return {
+        "programs": summary.programs,
+        "mutating": summary.mutating,
+        "accepted": dict(summary.accepted),
+        "poison_errors": {
+            "total": summary.poison_errors,
+            "genuine": len(summary.genuine),
+            "false_alarm": len(summary.false_alarms),
+            "undetermined": len(summary.undetermined),
+        },
+        "genuine": _pairs(summary.genuine),
+        "false_alarms": _pairs(summary.false_alarms),
+        "undetermined": _pairs(summary.undetermined),
+        "wrong": _pairs(summary.wrong),
+        "crashed": _pairs(summary.crashed),
+        "timed_out": _pairs(summary.timed_out),
+        "refused_everywhere": _pairs(summary.refused_everywhere),
+        "known_issues": list(summary.known_issues),
+        "median_overhead": {m: _number(r) for m, r in summary.median_overhead.items()},
+        "median_overhead_accepted": {
+            m: _number(r) for m, r in summary.median_overhead_accepted.items()
+        },
+        "overhead_programs": summary.overhead_programs,
+        "errors_by_mode": summary.errors_by_mode,
+        "by_category": {
+            category: {
+                "programs": counts.programs,
+                "accepted": dict(counts.accepted),
+                "genuine": counts.genuine,
+                "false_alarms": counts.false_alarms,
+            }
+            for category, counts in summary.by_category.items()
+        },
+        "headline": [s.text for s in headline(summary)],
+    }
+
+
+def results_document(report: Report) -> dict[str, Any]:
+    """The whole report as a JSON-ready dict (see the module docstring)."""
+    settings = report.settings
+    return {
+        "schema": SCHEMA,
+        "environment": dict(report.environment),
+        "settings": {
+            "corpus": settings.corpus,
+            "modes": list(settings.modes),
+            "repeats": settings.repeats,
+            "time_limit_seconds": settings.time_limit,
+            "sample_seconds": settings.sample_seconds,
+            "rtol": settings.rtol,
+            "atol": settings.atol,
+            "finite_difference_step": settings.finite_difference_step,
+            "measure_memory": settings.measure_memory,
+        },
+        "started": report.started,
+        "seconds": report.seconds,
+        "summary": _summary_entry(summarize(report)),
+        "programs": [_program_entry(p) for p in report.programs],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(results_document(report), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,82 @@
+"""Formatting shared by report.md and index.html: cells of the measurement tables.
+
+Times are printed with a unit that keeps three significant digits (µs, ms,
+s), memory in KiB, ratios as ``12.3x``; a value that was not measured is "–".
+"""
+
+from __future__ import annotations
+
+from mutagrad.report.runner import ProgramResult, Report
+
+MISSING = "–"
+REGENERATE = (
+    "make report  (or: python -m mutagrad report --out DIR [--corpus path_or_module] "
+    "[--repeats N] [--time-limit SECONDS])"
+)
+
+
+def seconds_text(seconds: float | None) -> str:
+    if seconds is None:
+        return MISSING
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"
+
+
+def bytes_text(n: int | None) -> str:
+    if n is None:
+        return MISSING
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} KiB"
+
+
+def ratio_text(ratio: float | None) -> str:
+    return MISSING if ratio is None else f"{ratio:.1f}x"
+
+
+def time_cell(program: ProgramResult, mode: str) -> str:
+    """``1.23 ms (45.0x)`` for an accepted result, else "–"."""
+    result = program.mode(mode)
+    ratio = program.overhead(mode)
+    if ratio is None:
+        return MISSING
+    return f"{seconds_text(result.seconds)} ({ratio_text(ratio)})"
+
+
+def memory_cell(program: ProgramResult, mode: str) -> str:
+    result = program.mode(mode)
+    if program.overhead(mode) is None:
+        return MISSING
+    return bytes_text(result.peak_bytes)
+
+
+def copied_cell(program: ProgramResult) -> str:
+    if "snapshot" not in [r.mode for r in program.modes]:
+        return MISSING
+    result = program.mode("snapshot")
+    return MISSING if result.bytes_copied is None else bytes_text(result.bytes_copied)
+
+
+def measurement_header(report: Report) -> list[str]:
+    return [
+        "program",
+        "plain forward",
+        *(f"{m}: time (overhead)" for m in report.modes),
+        "peak memory: plain",
+        *(f"{m}: peak memory" for m in report.modes),
+        "snapshot: bytes copied",
+    ]
+
+
+def measurement_row(report: Report, program: ProgramResult) -> list[str]:
+    return [
+        program.name,
+        seconds_text(program.forward_seconds),
+        *(time_cell(program, m) for m in report.modes),
+        bytes_text(program.forward_peak_bytes),
+        *(memory_cell(program, m) for m in report.modes),
+        copied_cell(program),
+    ]
