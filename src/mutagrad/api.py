@@ -384,6 +384,7 @@ def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str)
     return args[0]
 
 
+@collector_paused()
 def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithGradient:
     """Return ``(val, grad)``: ``f(*args)`` and its gradient with respect to each argument.
 
@@ -436,6 +437,7 @@ class Pullback:
         self._out = out
         self._finalizer = weakref.finalize(self, call.tape.release)
 
+    @collector_paused()
     def __call__(self, dy: Any) -> Any:
         call = self._call
         outs, _ = flatten(self._out)
@@ -459,6 +461,7 @@ class Pullback:
         return grads if isinstance(grads, Grads) else tuple(grads)
 
 
+@collector_paused()
 def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, Pullback]:
     """Return ``(y, back)`` with ``y = f(*args)`` and ``back(dy)`` its vector-Jacobian product.
 

@@ -29,7 +29,7 @@ from mutagrad.api import (
     implicit_parameters,
 )
 from mutagrad.buffer import check_not_open_buffer
-from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node
+from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue, node_of
@@ -158,6 +158,7 @@ def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
     return array(rows)  # traced rows: stacked on the tape
 
 
+@collector_paused()
 def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithJacobian:
     """``(val, grad)``: ``f(*args)`` and, for each argument, the Jacobian of ``f``.
 

@@ -119,7 +119,8 @@ def collector_paused() -> Iterator[None]:
     A tape is thousands of small objects freed by reference counting; the
     collector would traverse all of them again and again as they pile up,
     making a long loop's cost grow faster than its length. Only the outermost
-    call toggles it.
+    call toggles it: the API pauses it across a whole gradient call, so that
+    it resumes after the tape is released and has little left to traverse.
     """
     if not gc.isenabled():
         yield
@@ -482,6 +483,12 @@ class VjpRule(Rule):
             if first is not None:
                 inp, c = first
                 bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
+            return
+        if len(results) == 2:
+            (inp0, c0), (inp1, c1) = results
+            alone = c0 is not c1
+            bk.accumulate(inp0, c0, alone and (owned if c0 is g else trusted and _fresh(c0)))
+            bk.accumulate(inp1, c1, alone and (owned if c1 is g else trusted and _fresh(c1)))
             return
         for inp, c in results:
             alone = sum(other is c for _, other in results) == 1
