@@ -17,18 +17,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from rule_checks import rules_defined_in, weights
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES, UFUNC_RULES
 from mutagrad.testing import check_gradient
 
 # -- helpers -------------------------------------------------------------------
-
-
-def weights(shape):
-    """A fixed cotangent with distinct entries of both signs, so misplaced terms show."""
-    n = int(np.prod(shape, dtype=np.int64))
-    return (np.linspace(0.5, 1.5, n) * (-1.0) ** np.arange(n)).reshape(shape)
 
 
 def check_nan_op(op, x, order=2):
@@ -145,20 +139,6 @@ def test_integer_arrays_have_no_nans():
 
 
 # -- coverage ------------------------------------------------------------------
-
-
-def _module_of(rule):
-    vjps = getattr(rule, "vjps", None)
-    if vjps is None:
-        return type(rule).__module__
-    return next((v.__module__ for v in vjps if v is not None), None)
-
-
-def rules_defined_in(module):
-    """Functions and ufuncs whose registered rule was written in ``module``."""
-    found = {key for key, rule in UFUNC_RULES.items() if _module_of(rule) == module}
-    found |= {fn for fn, adapter in FUNCTION_RULES.items() if adapter.__module__ == module}
-    return found
 
 
 def test_every_rule_of_the_module_is_tested():

@@ -12,37 +12,21 @@ pads wider than the array (reflect and wrap then iterate), ``reflect_type``,
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+import rule_checks
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from rule_checks import rules_defined_in, weights
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES, UFUNC_RULES
-from mutagrad.testing import check_gradient
+
+check_op = functools.partial(rule_checks.check_op, order=2, quadratic=True)
 
 # -- helpers -------------------------------------------------------------------
-
-
-def weights(shape):
-    """A fixed cotangent with distinct entries of both signs, so misplaced terms show."""
-    n = int(np.prod(shape, dtype=np.int64))
-    return (np.linspace(0.5, 1.5, n) * (-1.0) ** np.arange(n)).reshape(shape)
-
-
-def check_op(op, *args, order=2, **tolerances):
-    """``op``'s value on WrappedArrays is numpy's; gradient (and Hessian) match differences."""
-    expected = op(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
-    w = weights(np.shape(expected))
-
-    def loss(*xs):
-        out = op(*xs)
-        return np.sum(out * w + out * out / 4), out
-
-    got = mutagrad.withgradient(loss, *args).val[1]
-    np.testing.assert_array_equal(got, expected, strict=True)
-    return check_gradient(loss, *args, order=order, **tolerances)
 
 
 def floats(lo, hi):
@@ -411,20 +395,6 @@ def test_pad_by_hand():
 
 
 # -- coverage ------------------------------------------------------------------
-
-
-def _module_of(rule):
-    vjps = getattr(rule, "vjps", None)
-    if vjps is None:
-        return type(rule).__module__
-    return next((v.__module__ for v in vjps if v is not None), None)
-
-
-def rules_defined_in(module):
-    """Functions and ufuncs whose registered rule was written in ``module``."""
-    found = {key for key, rule in UFUNC_RULES.items() if _module_of(rule) == module}
-    found |= {fn for fn, adapter in FUNCTION_RULES.items() if adapter.__module__ == module}
-    return found
 
 
 TESTED = {

@@ -15,32 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from rule_checks import check_op, rules_defined_in
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES, UFUNC_RULES
 from mutagrad.testing import check_gradient
 
 # -- helpers -------------------------------------------------------------------
-
-
-def weights(shape):
-    """A fixed cotangent with distinct entries of both signs, so misplaced terms show."""
-    n = int(np.prod(shape, dtype=np.int64))
-    return (np.linspace(0.5, 1.5, n) * (-1.0) ** np.arange(n)).reshape(shape)
-
-
-def check_op(op, *args, **tolerances):
-    """``op``'s value on WrappedArrays is numpy's, and its gradient matches finite differences."""
-    expected = op(*[np.copy(a) if isinstance(a, np.ndarray) else a for a in args])
-    w = weights(np.shape(expected))
-
-    def loss(*xs):
-        out = op(*xs)
-        return np.sum(out * w), out
-
-    got = mutagrad.withgradient(loss, *args).val[1]
-    np.testing.assert_array_equal(got, expected, strict=True)
-    return check_gradient(loss, *args, **tolerances)
 
 
 def floats(lo, hi):
@@ -274,20 +254,6 @@ def test_sum_with_an_integer_dtype_has_no_gradient():
 
 
 # -- coverage ------------------------------------------------------------------
-
-
-def _module_of(rule):
-    vjps = getattr(rule, "vjps", None)
-    if vjps is None:
-        return type(rule).__module__
-    return next((v.__module__ for v in vjps if v is not None), None)
-
-
-def rules_defined_in(module):
-    """Functions and ufuncs whose registered rule was written in ``module``."""
-    found = {key for key, rule in UFUNC_RULES.items() if _module_of(rule) == module}
-    found |= {fn for fn, adapter in FUNCTION_RULES.items() if adapter.__module__ == module}
-    return found
 
 
 def test_every_rule_of_the_module_is_tested():
