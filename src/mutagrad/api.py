@@ -88,9 +88,15 @@ _WithGradientFields = namedtuple("WithGradient", ["val", "grad"])
 
 
 class WithGradient(_WithGradientFields):
-    """``(val, grad)``; ``bytes_copied`` tells what snapshot mode copied."""
+    """``(val, grad)``, with what the call copied to keep the gradient right.
+
+    ``bytes_copied``: old data snapshot mode copied before writes.
+    ``bytes_guarded``: raw ndarrays copied because a pullback reads them
+    (wrap such a constant with ``mutagrad.array`` to avoid the copy).
+    """
 
     bytes_copied: int = 0
+    bytes_guarded: int = 0
 
 
 def _is_differentiable_leaf(x: Any) -> bool:
@@ -401,10 +407,12 @@ def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
         node = call.output_node(_first(out), "withgradient")
         grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
         bytes_copied = call.tape.bytes_copied
+        bytes_guarded = call.tape.guard_bytes
     finally:
         call.finish()
     result = WithGradient(_nested_output(out, call), grads)
     result.bytes_copied = bytes_copied
+    result.bytes_guarded = bytes_guarded
     return result
 
 

@@ -274,6 +274,16 @@ def test_raw_array_overwritten_after_capture_cannot_change_the_gradient():
         c[0] = 1.0
 
 
+def test_the_guard_reports_what_it_copied_and_a_wrapped_constant_costs_nothing():
+    c = np.arange(4.0)
+    guarded = mutagrad.withgradient(lambda x: np.sum(x * c), np.ones(4))
+    assert guarded.bytes_guarded == c.nbytes
+    tracked = mutagrad.array(c)
+    wrapped = mutagrad.withgradient(lambda x: np.sum(x * tracked), np.ones(4))
+    assert wrapped.bytes_guarded == 0
+    np.testing.assert_array_equal(guarded.grad[0], wrapped.grad[0])
+
+
 # -- strict mode ----------------------------------------------------------------------------
 
 
