@@ -52,6 +52,7 @@ from mutagrad.core.wrapped import (
     conversion_message,
     missing_rule_message,
     node_of,
+    truncates,
     unwrap,
 )
 from mutagrad.errors import (
@@ -434,10 +435,7 @@ def write_in_place(
     target = out._data
     node = None
     need_ans = False
-    if target.dtype.kind in "biu" and any(
-        n is not None and getattr(getattr(r, "dtype", None), "kind", "") in "fc"
-        for r, n in zip(raw, nodes)
-    ):
+    if truncates(target, raw, nodes):
         rule = None  # traced floats truncated into an integer array: no derivative
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None

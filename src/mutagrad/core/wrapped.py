@@ -420,7 +420,7 @@ def wrap(data: Any, node: Node | None = None) -> WrappedValue:
     return WrappedArray(np.asarray(data), node)
 
 
-def _truncated(result: Any, raw: Any, nodes: Any) -> bool:
+def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     """An integer result computed from a traced float value: truncation, no derivative.
 
     Integer arithmetic on traced integers keeps its gradient (integers used as
@@ -468,7 +468,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     result = pyop(ra, rb)
     if na is None and nb is None:
         return wrap_constant(result, (a, b), (ra, rb))
-    if type(result) is not np.float64 and _truncated(result, (ra, rb), (na, nb)):
+    if type(result) is not np.float64 and truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -509,7 +509,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     result = pyop(ra)
     if na is None:
         return wrap_constant(result, (a,), (ra,))
-    if type(result) is not np.float64 and _truncated(result, (ra,), (na,)):
+    if type(result) is not np.float64 and truncates(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -757,10 +757,9 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
         out = kwargs.pop("out")
         result = call_without_derivative(func, args, kwargs)
         return assign_out(result, out, f"{function_name(func)}(..., out=)")
-    raw = _read_only(tuple(args))
-    result = func(*raw, **_read_only(kwargs))
-    wrapped = _wrapped_arrays(args)
-    return wrap_constant(result, tuple(wrapped), tuple(_read_only(tuple(wrapped))))
+    result = func(*_read_only(tuple(args)), **_read_only(kwargs))
+    wrapped = tuple(_wrapped_arrays(args))
+    return wrap_constant(result, wrapped, tuple(w._data for w in wrapped))
 
 
 def apply(
@@ -797,7 +796,7 @@ def apply(
             with refusing_writes_by(rule.name):
                 result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))
             result = unaliased(result, raw)
-    if not active or _truncated(result, raw, nodes):
+    if not active or truncates(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
