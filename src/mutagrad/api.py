@@ -130,7 +130,24 @@ class _Call:
 
     With ``params`` (implicit parameters) the call has no arguments; each
     parameter gets an input node instead, and :meth:`gradients` returns Grads.
+    Every gradient call builds one, so construction keeps to plain loops.
     """
+
+    __slots__ = (
+        "_claimed",
+        "_rebound",
+        "args",
+        "frozen",
+        "inputs",
+        "leaves",
+        "param_nodes",
+        "params",
+        "parent",
+        "rebuild",
+        "start",
+        "tape",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -139,39 +156,40 @@ class _Call:
         copy_inputs: bool,
         params: Params | None = None,
     ):
-        name = mode_name if mode_name is not None else MODE.get()
-        _check_mode(name)
-        self.parent = STATE.get()
-        self.tape = self.parent.tape if self.parent is not None else Tape()
-        depth = self.parent.depth + 1 if self.parent is not None else 1
-        self.trace = Trace(self.tape, depth, name, self.parent)
-        self.start = len(self.tape.nodes)
+        if mode_name is None:
+            mode_name = MODE.get()  # mutagrad.mode() checked it
+        else:
+            _check_mode(mode_name)
+        parent = self.parent = STATE.get()
+        if parent is None:
+            tape = Tape()
+            trace = Trace(tape, 1, mode_name, None)
+        else:
+            tape = parent.tape
+            trace = Trace(tape, parent.depth + 1, mode_name, parent)
+        self.tape = tape
+        self.trace = trace
+        self.start = len(tape.nodes)
         self.frozen: list[np.ndarray] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
-        wrapped_leaves = [self._wrap(x, copy_inputs) for x in leaves]
-        self.args = self.rebuild(wrapped_leaves)
+        self.args = self.rebuild([self._wrap(x, copy_inputs) for x in leaves])
         self.params = params
         self.param_nodes: list[Node] = []
         self._rebound: list[tuple[WrappedArray, Node | None, Node]] = []
         self._claimed: list[WrappedArray] = []
-        try:
-            for w in params or ():
-                self.param_nodes.append(self._bind_parameter(w))
-        except BaseException:
-            self.finish()
-            raise
+        if params:
+            try:
+                for w in params:
+                    self.param_nodes.append(self._bind_parameter(w))
+            except BaseException:
+                self.finish()
+                raise
 
     def _wrap(self, x: Any, copy_inputs: bool) -> Any:
-        if not _is_differentiable_leaf(x):
-            self.inputs.append(None)
-            return x
         outer = None
-        if isinstance(x, WrappedValue):
-            outer = node_of(x, self.tape) if self.parent is not None else None
-            w = wrap(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
-        elif isinstance(x, np.ndarray):
+        if type(x) is np.ndarray and x.dtype.kind in "iuf":
             if copy_inputs or not is_dense(x) or not _can_freeze(x):
                 w = WrappedArray(np.copy(x))
             else:
@@ -179,15 +197,26 @@ class _Call:
                 w._flags = BORROWED
                 w._views = []
                 self._freeze(x)
+        elif not _is_differentiable_leaf(x):
+            self.inputs.append(None)
+            return x
+        elif isinstance(x, WrappedValue):
+            outer = node_of(x, self.tape) if self.parent is not None else None
+            w = wrap(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
+        elif isinstance(x, np.ndarray):  # an ndarray subclass
+            w = WrappedArray(np.array(x, copy=True))
         elif isinstance(x, (int, np.integer)):
             w = wrap(np.int64(x))
         else:
             w = wrap(np.float64(x) if isinstance(x, float) else x)
         data = w._data
-        tag = self.trace.bit | (outer.tag if outer is not None else 0)
-        node = Node(IDENTITY if outer is not None else LEAF, (outer,) if outer else (), self.tape,
-                    tag, data.shape, data.dtype, None)  # fmt: skip
-        self.tape.nodes.append(node)
+        tape = self.tape
+        if outer is None:
+            node = Node(LEAF, (), tape, self.trace.bit, data.shape, data.dtype, None)
+        else:
+            node = Node(IDENTITY, (outer,), tape, self.trace.bit | outer.tag, data.shape,
+                        data.dtype, None)  # fmt: skip
+        tape.nodes.append(node)
         w._node = node
         self.inputs.append(node)
         return w
@@ -228,10 +257,11 @@ class _Call:
     def _freeze(self, x: np.ndarray) -> None:
         """Make the caller's array (and the arrays it views) read-only for the call."""
         a: Any = x
+        frozen = self.frozen
         while isinstance(a, np.ndarray):
-            if a.flags.writeable and not any(a is f for f in self.frozen):
+            if a.flags.writeable:  # not frozen by this call already
                 a.flags.writeable = False
-                self.frozen.append(a)
+                frozen.append(a)
             a = a.base
 
     def thaw(self) -> None:
@@ -242,8 +272,7 @@ class _Call:
     def run(self, f: Callable[..., Any]) -> Any:
         token = STATE.set(self.trace)
         try:
-            with collector_paused():
-                return f(*self.args)
+            return f(*self.args)
         finally:
             STATE.reset(token)
 
@@ -254,6 +283,7 @@ class _Call:
         return stop
 
     def output_node(self, out: Any, what: str) -> Node | None:
+        """The node of the scalar ``f`` returned (None for a constant); raises for non-scalars."""
         check_not_open_buffer(out, what)
         if not isinstance(out, WrappedValue):
             if isinstance(out, (int, float, np.number)) or (
@@ -269,27 +299,18 @@ class _Call:
                 f"{what} needs f to return a scalar, but it returned an array of shape "
                 f"{out.shape}. Reduce it (np.sum(y)) or use mutagrad.jacobian for array outputs."
             )
-        token = STATE.set(self.trace)
-        try:
-            return node_of(out, self.tape)
-        finally:
-            STATE.reset(token)
+        return node_of(out, self.tape)
 
     def sweep(self, out_node: Node | None, seed: Any) -> BackwardPass | None:
         if out_node is None:
             return None
         stop = self.stop_nodes()
-        token = STATE.set(self.parent)  # a nested sweep is recorded by the enclosing level
+        parent = self.parent
+        if parent is None:  # STATE is already None outside every call
+            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, False)
+        token = STATE.set(parent)  # a nested sweep is recorded by the enclosing level
         try:
-            with collector_paused():
-                return backward(
-                    self.tape,
-                    [(out_node, seed)],
-                    self.start,
-                    self.trace.bit,
-                    stop,
-                    recording=self.parent is not None,
-                )
+            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, True)
         finally:
             STATE.reset(token)
 
@@ -305,14 +326,21 @@ class _Call:
         return self.rebuild(grads)
 
     def finish(self) -> None:
-        self.thaw()
-        self._unbind_parameters()
+        if self.frozen:
+            self.thaw()
+        if self._rebound or self._claimed:
+            self._unbind_parameters()
         if self.parent is None:
             self.tape.release()
 
 
 def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
     cot = bk.cots.get(node)
+    if type(cot) is np.ndarray and cot.dtype is node.dtype and cot.shape:
+        # The common case: a dense cotangent of an array argument. One the
+        # sweep allocated is handed over; any other (a pullback's g, a
+        # broadcast view) may be shared, so the caller gets a copy.
+        return cot if node in bk.owned else cot.copy(order="K")
     if cot is None:
         return None
     dtype = cotangent_dtype(node.dtype)
@@ -390,7 +418,7 @@ def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str)
     return args[0]
 
 
-@collector_paused()
+@collector_paused
 def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithGradient:
     """Return ``(val, grad)``: ``f(*args)`` and its gradient with respect to each argument.
 
@@ -403,7 +431,8 @@ def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
     call = _Call(args if params is None else (), mode, copy_inputs=False, params=params)
     try:
         out = call.run(f)
-        check_not_open_buffer(out, "f")
+        if not isinstance(out, WrappedValue):  # else output_node checks it
+            check_not_open_buffer(out, "f")
         node = call.output_node(_first(out), "withgradient")
         grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
         bytes_copied = call.tape.bytes_copied
@@ -445,7 +474,7 @@ class Pullback:
         self._out = out
         self._finalizer = weakref.finalize(self, call.tape.release)
 
-    @collector_paused()
+    @collector_paused
     def __call__(self, dy: Any) -> Any:
         call = self._call
         outs, _ = flatten(self._out)
@@ -469,7 +498,7 @@ class Pullback:
         return grads if isinstance(grads, Grads) else tuple(grads)
 
 
-@collector_paused()
+@collector_paused
 def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, Pullback]:
     """Return ``(y, back)`` with ``y = f(*args)`` and ``back(dy)`` its vector-Jacobian product.
 

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import BUFFER, FROZEN, THAWED, WrappedArray, WrappedValue, make_view
+from mutagrad.errors import MutagradError
 
 
 class Buffer(WrappedArray):
@@ -63,9 +65,6 @@ class Buffer(WrappedArray):
 
 def check_not_open_buffer(value: Any, what: str) -> None:
     """Raise if ``value`` (or a leaf of it) is a Buffer that was never frozen."""
-    from mutagrad.core.trees import flatten
-    from mutagrad.errors import MutagradError
-
     leaves = (value,) if isinstance(value, WrappedValue) else flatten(value)[0]
     for leaf in leaves:
         if isinstance(leaf, WrappedValue):

@@ -19,7 +19,7 @@ import attrs
 import numpy as np
 
 from mutagrad.api import _Call, _first, _seed
-from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord
+from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.regions import VIEW_READ, WRITE
 from mutagrad.core.sites import describe_site, source_line
 from mutagrad.core.tangents import describe_part
@@ -141,6 +141,7 @@ def _describe(node: Node, index: int, labels: _Labels, writes: list[WriteRecord]
                      source_line(node.site), tuple(details))  # fmt: skip
 
 
+@collector_paused
 def explain(
     f: Callable[..., Any],
     *args: Any,

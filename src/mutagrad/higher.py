@@ -158,7 +158,7 @@ def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
     return array(rows)  # traced rows: stacked on the tape
 
 
-@collector_paused()
+@collector_paused
 def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithJacobian:
     """``(val, grad)``: ``f(*args)`` and, for each argument, the Jacobian of ``f``.
 

@@ -30,11 +30,11 @@ the outer call can differentiate it.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import gc
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -112,24 +112,28 @@ class Tape:
         self.nodes = []
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Keep Python's cyclic garbage collector off while a tape grows.
+def collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate an API entry point to keep Python's cyclic garbage collector off while it runs.
 
     A tape is thousands of small objects freed by reference counting; the
     collector would traverse all of them again and again as they pile up,
     making a long loop's cost grow faster than its length. Only the outermost
     call toggles it: the API pauses it across a whole gradient call, so that
     it resumes after the tape is released and has little left to traverse.
+    (A plain wrapper, not a ``contextmanager``: this runs on every call.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused
 
 
 def _remember(table: dict[int, weakref.ref], obj: Any) -> None:
@@ -457,6 +461,16 @@ class VjpRule(Rule):
         kwargs = node.kwargs or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
+        if len(inputs) == 1:  # unrolled: most nodes have one or two inputs
+            inp = inputs[0]
+            if inp is not None and inp.tag & bit:
+                vjp = vjps[0] if vjps else None
+                if vjp is None:
+                    self._no_derivative(inp, 0)
+                    return
+                c = vjp(g, ans, *vals, **kwargs)
+                bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
+            return
         first = None
         results = None
         for i, inp in enumerate(inputs):
@@ -464,12 +478,8 @@ class VjpRule(Rule):
                 continue
             vjp = vjps[i] if i < len(vjps) else None
             if vjp is None:
-                if inp.dtype.kind in "biu":
-                    continue  # an integer used as an index or a size: no derivative
-                raise NotDifferentiableError(
-                    f"{self.name} has no derivative with respect to argument {i}, "
-                    "but that argument depends on a differentiated input"
-                )
+                self._no_derivative(inp, i)
+                continue
             result = (inp, vjp(g, ans, *vals, **kwargs))
             if first is None:
                 first = result
@@ -493,6 +503,14 @@ class VjpRule(Rule):
         for inp, c in results:
             alone = sum(other is c for _, other in results) == 1
             bk.accumulate(inp, c, alone and (owned if c is g else trusted and _fresh(c)))
+
+    def _no_derivative(self, inp: Node, i: int) -> None:
+        """An active argument without a vjp: fine for an integer (an index, a size)."""
+        if inp.dtype.kind not in "biu":
+            raise NotDifferentiableError(
+                f"{self.name} has no derivative with respect to argument {i}, "
+                "but that argument depends on a differentiated input"
+            )
 
 
 _NO_KWARGS: dict[str, Any] = {}

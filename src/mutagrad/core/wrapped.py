@@ -216,8 +216,6 @@ class WrappedValue:
     # -- numpy protocols -------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from mutagrad.core import mutation
-
         if method == "__call__" and not kwargs:
             # np.tanh(x), np.add(x, y): the same fast path as the operators.
             if len(inputs) == 2:
@@ -228,7 +226,7 @@ class WrappedValue:
             return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
         out = kwargs.get("out")
         if out is not None:
-            return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
+            return _mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)
         rule = UFUNC_RULES.get(key)
         if kwargs:
@@ -384,14 +382,10 @@ class WrappedArray(WrappedValue):
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from mutagrad.core import mutation
-
-        mutation.setitem(self, index, value)
+        _mutation.setitem(self, index, value)
 
     def fill(self, value: Any) -> None:
-        from mutagrad.core import mutation
-
-        mutation.assign(self, Ellipsis, value, "fill")
+        _mutation.assign(self, Ellipsis, value, "fill")
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
         _inplace.sort_in_place(self, axis=axis, kind=kind, order=order)
@@ -436,6 +430,12 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     )
 
 
+def _is_float(result: Any) -> bool:
+    """A float64 scalar or a float array: the results that cannot be truncations."""
+    kind = type(result)
+    return kind is np.float64 or (kind is np.ndarray and result.dtype.kind == "f")
+
+
 def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     """The raw value of an operand and its node on ``tape`` (None for a constant)."""
     if not isinstance(x, WrappedValue):
@@ -463,12 +463,25 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
-    ra, na = _operand(a, tape)
-    rb, nb = _operand(b, tape)
+    # _operand, inlined for the common case of a WrappedArray that is not a view.
+    if isinstance(a, WrappedValue) and a._base is None and tape is not None:
+        ra = a._data
+        na = a._node
+        if na is not None and na.tape is not tape:
+            na = None
+    else:
+        ra, na = _operand(a, tape)
+    if isinstance(b, WrappedValue) and b._base is None and tape is not None:
+        rb = b._data
+        nb = b._node
+        if nb is not None and nb.tape is not tape:
+            nb = None
+    else:
+        rb, nb = _operand(b, tape)
     result = pyop(ra, rb)
     if na is None and nb is None:
         return wrap_constant(result, (a, b), (ra, rb))
-    if type(result) is not np.float64 and truncates(result, (ra, rb), (na, nb)):
+    if not _is_float(result) and truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -509,7 +522,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     result = pyop(ra)
     if na is None:
         return wrap_constant(result, (a,), (ra,))
-    if type(result) is not np.float64 and truncates(result, (ra,), (na,)):
+    if not _is_float(result) and truncates(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -557,9 +570,7 @@ def _make_operators() -> None:
         def in_place(self, other, ufunc=ufunc, pyop=pyop):
             if not isinstance(self._data, np.ndarray):
                 return _binary(ufunc, pyop, self, other)  # numpy scalars are immutable
-            from mutagrad.core import mutation
-
-            mutation.ufunc_into(ufunc, (self, other), self, {})
+            _mutation.ufunc_into(ufunc, (self, other), self, {})
             return self
 
         for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
@@ -751,12 +762,10 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
     its version and the captures on it see the write.
     """
     if _holds_wrapped(kwargs.get("out")):
-        from mutagrad.core.mutation import assign_out
-
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         result = call_without_derivative(func, args, kwargs)
-        return assign_out(result, out, f"{function_name(func)}(..., out=)")
+        return _mutation.assign_out(result, out, f"{function_name(func)}(..., out=)")
     result = func(*_read_only(tuple(args)), **_read_only(kwargs))
     wrapped = tuple(_wrapped_arrays(args))
     return wrap_constant(result, wrapped, tuple(w._data for w in wrapped))
@@ -782,7 +791,14 @@ def apply(
     for a in args:
         if isinstance(a, WrappedValue):
             raw.append(a._data)
-            n = node_of(a, tape) if tape is not None else None
+            if tape is None:
+                n = None
+            elif a._base is None:  # node_of, inlined for an array that is not a view
+                n = a._node
+                if n is not None and n.tape is not tape:
+                    n = None
+            else:
+                n = node_of(a, tape)
             if n is not None:
                 active = True
             nodes.append(n)
@@ -796,7 +812,7 @@ def apply(
             with refusing_writes_by(rule.name):
                 result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))
             result = unaliased(result, raw)
-    if not active or truncates(result, raw, nodes):
+    if not active or (not _is_float(result) and truncates(result, raw, nodes)):
         return wrap_constant(result, args, raw)
     assert trace is not None
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
@@ -940,7 +956,9 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
         _TRACING_THROUGH.reset(token)
 
 
-# The rule modules import this module, so they are bound after the class exists.
+# The mutation machinery and the rule modules import this module, so they are
+# bound after the classes exist (not inside the hot methods that use them).
+from mutagrad.core import mutation as _mutation  # noqa: E402
 from mutagrad.rules import indexing as _indexing  # noqa: E402
 from mutagrad.rules import inplace as _inplace  # noqa: E402
 from mutagrad.rules import shape as _shape_rules  # noqa: E402

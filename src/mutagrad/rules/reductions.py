@@ -31,7 +31,9 @@ _SMALL = 4096
 def expand(g, shape: tuple[int, ...], axis, keepdims: bool):
     """Broadcast a reduction's cotangent (or output) back to the input ``shape``."""
     if axis is None and type(g) is np.float64 and math.prod(shape) <= _SMALL:
-        return np.full(shape, g)  # a full reduction's scalar cotangent, small input
+        filled = np.empty(shape)  # a full reduction's scalar cotangent, small input
+        filled.fill(g)  # (np.full does the same in Python, three times slower)
+        return filled
     if not keepdims:
         axes = reduced_axes(axis, len(shape))
         g = np.reshape(g, [1 if i in axes else n for i, n in enumerate(shape)])
