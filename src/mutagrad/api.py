@@ -190,7 +190,19 @@ class _Call:
     def _wrap(self, x: Any, copy_inputs: bool) -> Any:
         outer = None
         if type(x) is np.ndarray and x.dtype.kind in "iuf":
-            if copy_inputs or not is_dense(x) or not _can_freeze(x):
+            flags = x.flags
+            if (
+                not copy_inputs
+                and x.base is None
+                and flags.writeable
+                and (flags.c_contiguous or flags.f_contiguous)
+            ):  # the common case, _freeze(x) spelled out: the caller's own array
+                w = WrappedArray(x.view())  # writeable: made before x is frozen
+                w._flags = BORROWED
+                w._views = []
+                flags.writeable = False
+                self.frozen.append(x)
+            elif copy_inputs or not is_dense(x) or not _can_freeze(x):
                 w = WrappedArray(np.copy(x))
             else:
                 w = WrappedArray(x.view())

@@ -461,15 +461,47 @@ class VjpRule(Rule):
         kwargs = node.kwargs or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
-        if len(inputs) == 1:  # unrolled: most nodes have one or two inputs
+        n_inputs = len(inputs)
+        # Unrolled for one and two inputs (nearly every node); the loop below
+        # handles the rest.
+        if n_inputs == 1:
             inp = inputs[0]
             if inp is not None and inp.tag & bit:
                 vjp = vjps[0] if vjps else None
                 if vjp is None:
                     self._no_derivative(inp, 0)
                     return
-                c = vjp(g, ans, *vals, **kwargs)
+                c = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
                 bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
+            return
+        if n_inputs == 2 and len(vjps) == 2:
+            inp0, inp1 = inputs
+            c0 = c1 = None
+            if inp0 is not None and inp0.tag & bit:
+                vjp = vjps[0]
+                if vjp is None:
+                    self._no_derivative(inp0, 0)
+                    inp0 = None
+                else:
+                    c0 = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
+            else:
+                inp0 = None
+            if inp1 is not None and inp1.tag & bit:
+                vjp = vjps[1]
+                if vjp is None:
+                    self._no_derivative(inp1, 1)
+                    inp1 = None
+                else:
+                    c1 = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
+            else:
+                inp1 = None
+            # mutagrad's own vjps return g or fresh arrays (never a saved value). The
+            # engine may update a cotangent in place only if no other input got it too.
+            alone = inp0 is None or inp1 is None or c0 is not c1
+            if inp0 is not None:
+                bk.accumulate(inp0, c0, alone and (owned if c0 is g else trusted and _fresh(c0)))
+            if inp1 is not None:
+                bk.accumulate(inp1, c1, alone and (owned if c1 is g else trusted and _fresh(c1)))
             return
         first = None
         results = None
@@ -487,18 +519,10 @@ class VjpRule(Rule):
                 results = [first, result]
             else:
                 results.append(result)
-        # mutagrad's own vjps return g or fresh arrays (never a saved value). The
-        # engine may update a cotangent in place only if no other input got it too.
         if results is None:
             if first is not None:
                 inp, c = first
                 bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
-            return
-        if len(results) == 2:
-            (inp0, c0), (inp1, c1) = results
-            alone = c0 is not c1
-            bk.accumulate(inp0, c0, alone and (owned if c0 is g else trusted and _fresh(c0)))
-            bk.accumulate(inp1, c1, alone and (owned if c1 is g else trusted and _fresh(c1)))
             return
         for inp, c in results:
             alone = sum(other is c for _, other in results) == 1
@@ -583,14 +607,24 @@ class BackwardPass:
             # The common case: a float64 cotangent for a float64 value.
             if c.shape != node.shape:
                 c = unbroadcast(c, node.shape)
-            old = self.cots.get(node)
+            cots = self.cots
+            old = cots.get(node)
             if old is None or old is ZERO:
-                self.cots[node] = c
+                cots[node] = c
                 if owned:
                     self.owned.add(node)
                 return
-            if kind is np.float64 and type(old) is np.float64:
-                self.cots[node] = old + c
+            kind_old = type(old)
+            if kind_old is np.ndarray:  # a dense cotangent of the node's dtype and shape
+                if node in self.owned:
+                    old += c
+                else:
+                    total = cots[node] = old + c
+                    if type(total) is np.ndarray:
+                        self.owned.add(node)
+                return
+            if kind is np.float64 and kind_old is np.float64:
+                cots[node] = old + c
                 return
         if c is None or kind is NoTangent:
             return

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core import engine
-from mutagrad.core.engine import STATE, Node, VjpRule, record, save_output, save_value
+from mutagrad.core.engine import STATE, Node, VjpRule, capture, record, save_output, save_value
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.tangents import Meta
@@ -502,11 +502,24 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     # the user's frame, when the user called us, is frame 3.
     node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, user_site(3))
     snapshot = trace.mode == "snapshot"
-    saved_a = _saved_operand(ra, a, need[0], node, snapshot)
-    if need[0] and need[1] and rb is ra:
-        saved_b = saved_a  # x * x: one array, saved once
+    # _saved_operand, inlined for the common cases: an array not read (its
+    # shape), a WrappedArray read (a capture) and a Python number.
+    kind = type(ra)
+    if not need[0]:
+        saved_a = Meta(ra.shape, ra.dtype) if kind is np.ndarray else ra
+    elif kind is np.ndarray and isinstance(a, WrappedValue):
+        saved_a = capture(a, ra, node, snapshot)
     else:
-        saved_b = _saved_operand(rb, b, need[1], node, snapshot)
+        saved_a = _saved_operand(ra, a, True, node, snapshot)
+    kind = type(rb)
+    if not need[1]:
+        saved_b = Meta(rb.shape, rb.dtype) if kind is np.ndarray else rb
+    elif need[0] and rb is ra:
+        saved_b = saved_a  # x * x: one array, saved once
+    elif kind is np.ndarray and isinstance(b, WrappedValue):
+        saved_b = capture(b, rb, node, snapshot)
+    else:
+        saved_b = _saved_operand(rb, b, True, node, snapshot)
     node.saved = (saved_a, saved_b, None)
     tape.nodes.append(node)  # type: ignore[union-attr]
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
