@@ -106,6 +106,41 @@ def test_reduction_methods(x):
     check_op(lambda x: x.std(), x)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("size", [1, 7, 128, 1001, 70_000])
+def test_sum_and_mean_fast_paths_equal_numpy_bit_for_bit(dtype, size):
+    # np.sum and np.mean of a float array without dtype=/out=/where= skip
+    # numpy's Python layers; the value and its type must stay numpy's exactly
+    # (float16 means are summed in float32 by numpy and take the general path).
+    rng = np.random.default_rng(size)
+    x = (rng.standard_normal(size) * 1e3 + 0.1).astype(dtype)
+    shaped = x.reshape(-1, 1) if size % 2 else x.reshape(1, -1)
+
+    def values(x, m):
+        return (np.sum(x), np.mean(x), np.sum(m, axis=0), np.sum(m, axis=-1, keepdims=True),
+                x.sum(), x.mean(), np.mean(m, axis=0))  # fmt: skip
+
+    expected = values(x, shaped)
+    got = mutagrad.withgradient(lambda x, m: (np.sum(x), values(x, m)), x, shaped).val[1]
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e, strict=True)
+
+
+def test_sum_and_mean_gradients_survive_writing_the_input_afterwards():
+    # The reductions' pullbacks read nothing: overwriting the input after them is
+    # an easy case and must not raise, and the gradients are the true ones.
+    def loss(x):
+        y = x * 1.0
+        total = np.sum(y) + 3.0 * np.mean(y) + np.sum(y, axis=0).sum()
+        y[...] = 0.0
+        return total + np.sum(y)
+
+    x = np.arange(6.0).reshape(2, 3)
+    (grad,) = mutagrad.gradient(loss, x)
+    np.testing.assert_array_equal(grad, np.full((2, 3), 2.0 + 3.0 / 6))
+    check_gradient(loss, x)
+
+
 @given(x=arrays(NONEMPTY_SHAPES))
 def test_sum_and_mean_with_a_mask(x):
     mask = np.arange(x.size).reshape(x.shape) % 3 != 1

@@ -119,8 +119,31 @@ def _options(**kwargs):
     return options
 
 
+# The dtypes whose np.mean is a sum in the dtype itself.
+_MEAN_TYPES = (np.float64, np.float32)
+
+
+def _plain(a, dtype, out, where, initial=_NoValue) -> bool:
+    """A reduction of a float WrappedArray with only ``axis`` and ``keepdims`` given."""
+    return (
+        dtype is None
+        and out is None
+        and where is _NoValue
+        and initial is _NoValue
+        and isinstance(a, WrappedValue)
+        and type(a._data) is np.ndarray
+        and a._data.dtype.kind == "f"
+    )
+
+
 @implements(np.sum)
 def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
+    if _plain(a, dtype, out, where, initial):
+        # What np.sum runs for an ndarray, without its Python layers (every
+        # loss ends in a reduction).
+        x = a._data
+        result = np.add.reduce(x, axis, None, None, keepdims)
+        return apply(SUM, (a,), {"axis": axis, "keepdims": keepdims}, result)
     kw = _options(dtype=dtype, initial=initial, where=where)
     result = apply(SUM, (a,), {"axis": axis, "keepdims": keepdims, **kw})
     return assign_out(result, out, "np.sum")
@@ -128,6 +151,14 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
+    if axis is None and not keepdims and _plain(a, dtype, out, where) and a._data.size:
+        x = a._data
+        if x.dtype.type in _MEAN_TYPES:
+            # numpy's _mean over all axes, without its Python layers: the same
+            # sum, divided by the count as an intp, cast back to the dtype.
+            result = x.dtype.type(np.add.reduce(x, None) / np.intp(x.size))
+            return apply(MEAN, (a,), {"axis": None, "keepdims": False}, result)
+        # (numpy sums float16 in float32: the general path below.)
     kw = _options(dtype=dtype, where=where)
     result = apply(MEAN, (a,), {"axis": axis, "keepdims": keepdims, **kw})
     return assign_out(result, out, "np.mean")
