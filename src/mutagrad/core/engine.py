@@ -36,11 +36,12 @@ import re
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
+from itertools import islice
 from typing import Any
 
 import numpy as np
 
-from mutagrad.core.sites import Site, format_site, source_line, user_site
+from mutagrad.core.sites import Site, format_site, site_line, source_line, user_site
 from mutagrad.core.tangents import (
     ZERO,
     Meta,
@@ -333,7 +334,7 @@ def poison_message(capture: Capture) -> str:
     if capture_text and write_text:
         lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
     name = _written_name(write)
-    line = write.site[1] if write.site is not None else None
+    line = site_line(write.site)
     if name and line is not None:
         fix = (
             f"insert `{name} = {name}.copy()` just before line {line}, so the write goes to a copy"
@@ -444,6 +445,76 @@ class VjpRule(Rule):
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         inputs = node.inputs
+        vjps = self.vjps
+        n_inputs = len(inputs)
+        if (
+            n_inputs > 2
+            or len(vjps) != n_inputs
+            or not self.trusted
+            or (bk.recording and bk.needs_recording(node, g))
+        ):
+            self._backward_general(node, g, owned, bk)
+            return
+        # One or two inputs, mutagrad's own vjps, plain arrays: nearly every
+        # node. The general path below, unrolled. mutagrad's vjps return g or
+        # fresh arrays (never a saved value); the engine may update a cotangent
+        # in place only if it owns it and no other input got it too.
+        kwargs = node.kwargs
+        bit = bk.bit
+        if n_inputs == 1:
+            inp = inputs[0]
+            if inp is None or not inp.tag & bit:
+                return
+            vjp = vjps[0]
+            if vjp is None:
+                self._no_derivative(inp, 0)
+                return
+            x, ans = node.saved
+            if type(x) is Capture:
+                x = x.data if x.poisoned_by is None else x.read()
+            if type(ans) is Capture:
+                ans = ans.data if ans.poisoned_by is None else ans.read()
+            c = vjp(g, ans, x, **kwargs) if kwargs else vjp(g, ans, x)
+            bk.accumulate(inp, c, owned if c is g else type(c) is np.ndarray and c.base is None)
+            return
+        inp0, inp1 = inputs
+        x, y, ans = node.saved
+        if type(x) is Capture:
+            x = x.data if x.poisoned_by is None else x.read()
+        if type(y) is Capture:
+            y = y.data if y.poisoned_by is None else y.read()
+        if type(ans) is Capture:
+            ans = ans.data if ans.poisoned_by is None else ans.read()
+        c0 = c1 = None
+        if inp0 is not None and inp0.tag & bit:
+            vjp = vjps[0]
+            if vjp is None:
+                self._no_derivative(inp0, 0)
+                inp0 = None
+            else:
+                c0 = vjp(g, ans, x, y, **kwargs) if kwargs else vjp(g, ans, x, y)
+        else:
+            inp0 = None
+        if inp1 is not None and inp1.tag & bit:
+            vjp = vjps[1]
+            if vjp is None:
+                self._no_derivative(inp1, 1)
+                inp1 = None
+            else:
+                c1 = vjp(g, ans, x, y, **kwargs) if kwargs else vjp(g, ans, x, y)
+        else:
+            inp1 = None
+        alone = inp0 is None or inp1 is None or c0 is not c1
+        if inp0 is not None:
+            own = alone and (owned if c0 is g else type(c0) is np.ndarray and c0.base is None)
+            bk.accumulate(inp0, c0, own)
+        if inp1 is not None:
+            own = alone and (owned if c1 is g else type(c1) is np.ndarray and c1.base is None)
+            bk.accumulate(inp1, c1, own)
+
+    def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
+        inputs = node.inputs
         saved = node.saved
         if bk.recording and bk.needs_recording(node, g):
             n = len(inputs)
@@ -461,48 +532,6 @@ class VjpRule(Rule):
         kwargs = node.kwargs or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
-        n_inputs = len(inputs)
-        # Unrolled for one and two inputs (nearly every node); the loop below
-        # handles the rest.
-        if n_inputs == 1:
-            inp = inputs[0]
-            if inp is not None and inp.tag & bit:
-                vjp = vjps[0] if vjps else None
-                if vjp is None:
-                    self._no_derivative(inp, 0)
-                    return
-                c = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
-                bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
-            return
-        if n_inputs == 2 and len(vjps) == 2:
-            inp0, inp1 = inputs
-            c0 = c1 = None
-            if inp0 is not None and inp0.tag & bit:
-                vjp = vjps[0]
-                if vjp is None:
-                    self._no_derivative(inp0, 0)
-                    inp0 = None
-                else:
-                    c0 = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
-            else:
-                inp0 = None
-            if inp1 is not None and inp1.tag & bit:
-                vjp = vjps[1]
-                if vjp is None:
-                    self._no_derivative(inp1, 1)
-                    inp1 = None
-                else:
-                    c1 = vjp(g, ans, *vals, **kwargs) if kwargs else vjp(g, ans, *vals)
-            else:
-                inp1 = None
-            # mutagrad's own vjps return g or fresh arrays (never a saved value). The
-            # engine may update a cotangent in place only if no other input got it too.
-            alone = inp0 is None or inp1 is None or c0 is not c1
-            if inp0 is not None:
-                bk.accumulate(inp0, c0, alone and (owned if c0 is g else trusted and _fresh(c0)))
-            if inp1 is not None:
-                bk.accumulate(inp1, c1, alone and (owned if c1 is g else trusted and _fresh(c1)))
-            return
         first = None
         results = None
         for i, inp in enumerate(inputs):
@@ -519,6 +548,8 @@ class VjpRule(Rule):
                 results = [first, result]
             else:
                 results.append(result)
+        # A user's vjp may return a saved value or a view: only g itself, or an
+        # array mutagrad's own vjp allocated, may be updated in place.
         if results is None:
             if first is not None:
                 inp, c = first
@@ -702,13 +733,16 @@ def backward(
     nodes = tape.nodes
     cots = bk.cots
     owned_nodes = bk.owned
-    get = cots.get
-    for k in range(len(nodes) - 1, start - 1, -1):
-        node = nodes[k]
-        g = get(node)
-        if g is None or node.rule.leaf or node in stop:
+    pop = cots.pop
+    # A nested sweep being recorded appends to ``nodes``: the count is fixed here.
+    for node in islice(reversed(nodes), len(nodes) - start):
+        g = pop(node, None)
+        if g is None:
             continue
-        del cots[node]
+        rule = node.rule
+        if rule.leaf or node in stop:
+            cots[node] = g  # an input's cotangent is the result
+            continue
         if g is ZERO:
             for inp in node.inputs:
                 if inp is not None and inp.tag & bit and inp not in cots:
@@ -723,7 +757,7 @@ def backward(
                 g, owned = traced_densify(g), False
             else:
                 g, owned = g.dense(), True
-        node.rule.backward(node, g, owned, bk)
+        rule.backward(node, g, owned, bk)
     return bk
 
 

@@ -3,8 +3,11 @@
 Errors must point at the user's line, not at mutagrad's or numpy's internals.
 :func:`user_site` walks outward from the caller's frame, skipping frames whose
 code lives in mutagrad's engine, its rules or numpy, and returns a cheap
-``(code, lineno)`` pair; :func:`describe_site` turns one into ``file:line`` and
-the source text when a message needs it.
+``(code, offset)`` pair (the bytecode offset of the call being made: every
+recorded operation stores one, and turning an offset into a line number walks
+the code's line table, so that waits until a message needs it);
+:func:`site_line` gives the line, :func:`describe_site` ``file:line`` and
+:func:`source_line` the source text.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from types import CodeType, TracebackType
 
 import numpy
 
-Site = tuple[CodeType, int]
+Site = tuple[CodeType, int]  # (code, bytecode offset)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Modules whose frames are machinery, never the user's code. mutagrad.testing,
@@ -37,18 +40,34 @@ _is_internal_code: dict[CodeType, bool] = {}
 
 
 def user_site(depth: int = 2) -> Site | None:
-    """Return ``(code, lineno)`` of the innermost frame outside mutagrad and numpy."""
+    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
     frame = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         internal = _is_internal_code.get(code)
         if internal is None:
-            internal = code.co_filename.startswith(_INTERNAL_PREFIXES)
-            _is_internal_code[code] = internal
+            internal = is_internal(code)
         if not internal:
-            return code, frame.f_lineno
+            return code, frame.f_lasti
         frame = frame.f_back
     return None
+
+
+def is_internal(code: CodeType) -> bool:
+    """Whether ``code`` is machinery (mutagrad's engine and rules, numpy); cached."""
+    internal = _is_internal_code[code] = code.co_filename.startswith(_INTERNAL_PREFIXES)
+    return internal
+
+
+def site_line(site: Site | None) -> int | None:
+    """The line number of ``site``."""
+    if site is None:
+        return None
+    code, offset = site
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return code.co_firstlineno
 
 
 def innermost_user_site(traceback: TracebackType | None) -> Site | None:
@@ -57,7 +76,7 @@ def innermost_user_site(traceback: TracebackType | None) -> Site | None:
     while traceback is not None:
         code = traceback.tb_frame.f_code
         if not code.co_filename.startswith(_INTERNAL_PREFIXES):
-            found = (code, traceback.tb_lineno)
+            found = (code, traceback.tb_lasti)
         traceback = traceback.tb_next
     return found
 
@@ -66,16 +85,16 @@ def describe_site(site: Site | None) -> str:
     """``file:line (in function)``, or a placeholder when no user frame was found."""
     if site is None:
         return "<unknown location>"
-    code, lineno = site
-    return f"{code.co_filename}:{lineno} (in {code.co_name})"
+    code = site[0]
+    return f"{code.co_filename}:{site_line(site)} (in {code.co_name})"
 
 
 def source_line(site: Site | None) -> str:
     """The stripped source text at ``site``, or an empty string."""
     if site is None:
         return ""
-    code, lineno = site
-    return linecache.getline(code.co_filename, lineno).strip()
+    line = site_line(site)
+    return linecache.getline(site[0].co_filename, line).strip() if line is not None else ""
 
 
 def format_site(site: Site | None, indent: str = "    ") -> str:

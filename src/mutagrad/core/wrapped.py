@@ -23,6 +23,7 @@ import inspect
 import operator
 from collections.abc import Iterator
 from contextvars import ContextVar
+from sys import _getframe
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,13 @@ import numpy as np
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, Node, VjpRule, capture, record, save_output, save_value
 from mutagrad.core.regions import VIEW_READ
-from mutagrad.core.sites import describe_site, format_site, innermost_user_site, user_site
+from mutagrad.core.sites import (
+    _is_internal_code,
+    describe_site,
+    format_site,
+    innermost_user_site,
+    user_site,
+)
 from mutagrad.core.tangents import Meta
 from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
 
@@ -498,9 +505,12 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         active, tag = 3, na.tag | nb.tag
     # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
     need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
-    # Frames 1 and 2 are this function and an operator or __array_ufunc__:
-    # the user's frame, when the user called us, is frame 3.
-    node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, user_site(3))
+    # user_site(3), with its first step inlined: frame 1 is an operator or
+    # __array_ufunc__, and frame 2 the user's, when the user made the call.
+    frame = _getframe(2)
+    code = frame.f_code
+    site = (code, frame.f_lasti) if _is_internal_code.get(code) is False else user_site(3)
+    node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     # _saved_operand, inlined for the common cases: an array not read (its
     # shape), a WrappedArray read (a capture) and a Python number.
@@ -546,7 +556,10 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     # 0x10001 is plan_key(1, 1): the operand is active.
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
-    node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, user_site(3))
+    frame = _getframe(2)  # as in _binary
+    code = frame.f_code
+    site = (code, frame.f_lasti) if _is_internal_code.get(code) is False else user_site(3)
+    node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
     trace.tape.nodes.append(node)
