@@ -137,6 +137,7 @@ class _Call:
         "_claimed",
         "_rebound",
         "args",
+        "borrowed",
         "frozen",
         "inputs",
         "leaves",
@@ -171,6 +172,7 @@ class _Call:
         self.trace = trace
         self.start = len(tape.nodes)
         self.frozen: list[np.ndarray] = []
+        self.borrowed: list[WrappedArray] = []  # inputs sharing the caller's memory
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -200,6 +202,7 @@ class _Call:
                 w = WrappedArray(x.view())  # writeable: made before x is frozen
                 w._flags = BORROWED
                 w._views = []
+                self.borrowed.append(w)
                 flags.writeable = False
                 self.frozen.append(x)
             elif copy_inputs or not is_dense(x) or not _can_freeze(x):
@@ -208,6 +211,7 @@ class _Call:
                 w = WrappedArray(x.view())
                 w._flags = BORROWED
                 w._views = []
+                self.borrowed.append(w)
                 self._freeze(x)
         elif not _is_differentiable_leaf(x):
             self.inputs.append(None)
@@ -340,6 +344,9 @@ class _Call:
     def finish(self) -> None:
         if self.frozen:
             self.thaw()
+        for w in self.borrowed:
+            if w._views:  # views of an input and the input point at each other:
+                w._views = []  # break the cycle, so that they are freed at once
         if self._rebound or self._claimed:
             self._unbind_parameters()
         if self.parent is None:

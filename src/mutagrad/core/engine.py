@@ -66,6 +66,7 @@ class Tape:
         "__weakref__",
         "bytes_copied",
         "capture_bases",
+        "captures",
         "guard_bytes",
         "journal",
         "nodes",
@@ -79,6 +80,7 @@ class Tape:
         # array (a parameter, a constant in a closure) keeps no dead tape.
         self.touched: dict[int, weakref.ref] = {}
         self.capture_bases: dict[int, weakref.ref] = {}
+        self.captures: list[Capture] = []  # every capture taken for this tape's nodes
         self.bytes_copied = 0  # snapshot mode: old data copied before writes
         self.guard_bytes = 0  # raw ndarrays copied because a pullback reads them
         # mutagrad.explain sets a list: (number of nodes so far, WriteRecord) per write.
@@ -104,9 +106,16 @@ class Tape:
                 base._captures = [c for c in base._captures if c.tape is not self]
         self.touched = {}
         self.capture_bases = {}
-        # A released tape is never swept again. Nodes point at their tape and an
-        # output's node saves the output's own wrapper: drop what they hold so the
-        # saved arrays are freed at once, not when the cyclic collector runs.
+        # A released tape is never swept again. Its captures and nodes form
+        # reference cycles (an array lists its captures and each capture points
+        # back at the array; a node saves captures that point back at the node):
+        # break them, so that the arrays are freed as soon as the caller drops
+        # them, not whenever the cyclic collector next runs (a large array held
+        # until then costs fresh memory, and page faults, in the next call).
+        for c in self.captures:
+            c.base = None
+            c.region = None  # inert: the next write to the array drops it
+        self.captures = []
         for node in self.nodes:
             node.saved = ()
             node.kwargs = None
@@ -837,6 +846,7 @@ def capture(
     """Register ``data`` (memory of ``wrapped``) as saved for ``node``'s pullback."""
     base = wrapped._base if wrapped._base is not None else wrapped
     c = Capture(data, base, node, snapshot, closure)
+    node.tape.captures.append(c)
     caps = base._captures
     if caps is None:
         base._captures = [c]

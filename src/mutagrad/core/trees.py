@@ -8,6 +8,7 @@ structure this way, with ``None`` for leaves that get no gradient.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 import attrs
@@ -17,18 +18,28 @@ _LEAF_TYPES = (np.ndarray, np.generic, float, int, str, bytes, type(None))
 
 
 def flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
-    if type(tree) is tuple and all(
-        isinstance(x, _LEAF_TYPES) or getattr(x, "_mutagrad_traced", False) for x in tree
-    ):
+    if type(tree) is tuple and all(_is_leaf(x) for x in tree):
         return list(tree), tuple  # the common case: a flat tuple of arrays and numbers
     leaves: list[Any] = []
     rebuild = _flatten_into(tree, leaves)
     return leaves, lambda new: rebuild(iter(new))
 
 
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, _LEAF_TYPES) or getattr(x, "_mutagrad_traced", False)
+
+
 def _flatten_into(tree: Any, leaves: list[Any]) -> Callable[[Any], Any]:
+    """Append the leaves of ``tree``; return a function taking them back from an iterator."""
     kind = type(tree)
+    if _is_leaf(tree):
+        leaves.append(tree)
+        return next
     if kind is tuple or kind is list:
+        if all(_is_leaf(item) for item in tree):  # a flat list of arrays: one step
+            leaves.extend(tree)
+            n = len(tree)
+            return lambda it: kind(islice(it, n))
         parts = [_flatten_into(item, leaves) for item in tree]
         return lambda it: kind(part(it) for part in parts)
     if isinstance(tree, tuple) and hasattr(tree, "_fields"):  # a namedtuple
@@ -47,8 +58,8 @@ def _flatten_into(tree: Any, leaves: list[Any]) -> Callable[[Any], Any]:
             return _AttrsGradient(kind, dict(zip(names, values)))
 
         return rebuild_attrs
-    leaves.append(tree)
-    return lambda it: next(it)
+    leaves.append(tree)  # any other object is a leaf
+    return next
 
 
 class _AttrsGradient:
