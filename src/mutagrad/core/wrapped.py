@@ -488,7 +488,9 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     result = pyop(ra, rb)
     if na is None and nb is None:
         return wrap_constant(result, (a, b), (ra, rb))
-    if not _is_float(result) and truncates(result, (ra, rb), (na, nb)):
+    result_type = type(result)  # _is_float(result), inlined
+    is_float = result_type is np.float64 or (result_type is np.ndarray and result.dtype.kind == "f")
+    if not is_float and truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -532,7 +534,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         saved_b = _saved_operand(rb, b, True, node, snapshot)
     node.saved = (saved_a, saved_b, None)
     tape.nodes.append(node)  # type: ignore[union-attr]
-    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if result_type is np.ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, snapshot)
     return out
@@ -561,7 +563,10 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     site = (code, frame.f_lasti) if _is_internal_code.get(code) is False else user_site(3)
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
-    node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
+    if need[0]:
+        node.saved = (_saved_operand(ra, a, True, node, snapshot), None)
+    else:  # an operand not read (tanh, exp read their output): its shape
+        node.saved = (Meta(ra.shape, ra.dtype) if type(ra) is np.ndarray else ra, None)
     trace.tape.nodes.append(node)
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
