@@ -114,12 +114,10 @@ class Tape:
         # until then costs fresh memory, and page faults, in the next call).
         for c in self.captures:
             c.base = None
+            c.node = None
             c.region = None  # inert: the next write to the array drops it
         self.captures = []
-        for node in self.nodes:
-            node.saved = ()
-            node.kwargs = None
-        self.nodes = []
+        self.nodes = []  # (nodes point at their tape)
 
 
 def collector_paused(fn: Callable[..., Any]) -> Callable[..., Any]:

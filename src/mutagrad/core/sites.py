@@ -37,6 +37,9 @@ _INTERNAL_PREFIXES = (
     "<__array_function__",
 )
 _is_internal_code: dict[CodeType, bool] = {}
+# For the user's code: bytecode offset -> its site. A loop records the same
+# few sites thousands of times; every node shares one tuple per call site.
+user_sites: dict[CodeType, dict[int, Site]] = {}
 
 
 def user_site(depth: int = 2) -> Site | None:
@@ -44,18 +47,31 @@ def user_site(depth: int = 2) -> Site | None:
     frame = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
+        sites = user_sites.get(code)
+        if sites is not None:
+            return site_at(sites, code, frame.f_lasti)
         internal = _is_internal_code.get(code)
         if internal is None:
             internal = is_internal(code)
         if not internal:
-            return code, frame.f_lasti
+            return site_at(user_sites[code], code, frame.f_lasti)
         frame = frame.f_back
     return None
+
+
+def site_at(sites: dict[int, Site], code: CodeType, offset: int) -> Site:
+    """The shared site for ``offset`` in ``code`` (``sites`` is ``user_sites[code]``)."""
+    site = sites.get(offset)
+    if site is None:
+        site = sites[offset] = (code, offset)
+    return site
 
 
 def is_internal(code: CodeType) -> bool:
     """Whether ``code`` is machinery (mutagrad's engine and rules, numpy); cached."""
     internal = _is_internal_code[code] = code.co_filename.startswith(_INTERNAL_PREFIXES)
+    if not internal:
+        user_sites.setdefault(code, {})
     return internal
 
 

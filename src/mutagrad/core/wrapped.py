@@ -32,11 +32,12 @@ from mutagrad.core import engine
 from mutagrad.core.engine import STATE, Node, VjpRule, capture, record, save_output, save_value
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
-    _is_internal_code,
     describe_site,
     format_site,
     innermost_user_site,
+    site_at,
     user_site,
+    user_sites,
 )
 from mutagrad.core.tangents import Meta
 from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
@@ -510,8 +511,12 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     # user_site(3), with its first step inlined: frame 1 is an operator or
     # __array_ufunc__, and frame 2 the user's, when the user made the call.
     frame = _getframe(2)
-    code = frame.f_code
-    site = (code, frame.f_lasti) if _is_internal_code.get(code) is False else user_site(3)
+    sites = user_sites.get(frame.f_code)
+    site = (
+        sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
+        if sites is not None
+        else user_site(3)
+    )
     node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     # _saved_operand, inlined for the common cases: an array not read (its
@@ -559,8 +564,12 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     # 0x10001 is plan_key(1, 1): the operand is active.
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
     frame = _getframe(2)  # as in _binary
-    code = frame.f_code
-    site = (code, frame.f_lasti) if _is_internal_code.get(code) is False else user_site(3)
+    sites = user_sites.get(frame.f_code)
+    site = (
+        sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
+        if sites is not None
+        else user_site(3)
+    )
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     if need[0]:

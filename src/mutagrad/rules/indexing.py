@@ -73,15 +73,18 @@ class IndexRule(Rule):
         (x,) = node.inputs
         if x is None or not x.tag & bk.bit:
             return
-        kwargs = node.kwargs
-        assert kwargs is not None
-        key, basic = kwargs["key"], kwargs["basic"]
+        key, basic = node.saved
         if bk.recording and bk.needs_recording(node, g):
             kind = BASIC_INDEX if basic else FANCY_INDEX
             bk.accumulate(x, scatter(g, None, kind, key, x.shape, x.dtype))
             return
+        entry = (BASIC if basic else FANCY, key, g)
+        pending = bk.cots.get(x)
+        if type(pending) is SparseCotangent:  # what accumulate would do, minus an object
+            pending.entries.append(entry)
+            return
         sparse = SparseCotangent(x.shape, cotangent_dtype(x.dtype))
-        sparse.entries.append((BASIC if basic else FANCY, key, g))
+        sparse.entries.append(entry)
         bk.accumulate(x, sparse)
 
 
@@ -98,7 +101,7 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     if n is None:
         return wrap(result)
     tape = trace.tape
-    node = Node(GETITEM, (n,), tape, n.tag, np.shape(result), result.dtype, user_site(2))
-    node.kwargs = {"key": key, "basic": basic}
+    node = Node(GETITEM, (n,), tape, n.tag, result.shape, result.dtype, user_site(2))
+    node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)
     return wrap(result, node)
