@@ -192,3 +192,26 @@ def test_a_fortran_ordered_cotangent_meets_view_reads_of_the_same_array(view_fir
         return np.sum(np.prod(x, axis=0) * W[0]) + np.sum(x.T[:, 1] * x[0])
 
     check_gradient(f, np.array([[0.0, 1.0, -0.5], [1.5, 0.5, 2.0]]), order=2)
+
+
+def test_every_node_names_its_own_line_even_when_a_loop_shares_sites():
+    # Sites are shared per call site (one tuple per bytecode offset) and the line
+    # is resolved only for messages: each operation must still name its line.
+    import inspect
+
+    def f(x):
+        s = 0.0
+        for i in range(3):
+            t = x[i] * x[i]
+            s = s + np.sin(t)
+        return s
+
+    first = inspect.getsourcelines(f)[1]
+    ops = mutagrad.explain(f, np.array([0.1, 0.2, 0.3]), file=None).operations
+    lines: dict[str, set[int]] = {}
+    for op in ops:
+        if op.site:
+            lines.setdefault(op.name, set()).add(int(op.site.split(":")[1].split()[0]))
+    assert lines["getitem"] == lines["multiply"] == {first + 3}
+    assert lines["sin"] == lines["add"] == {first + 4}
+    assert [op.source for op in ops if op.name == "sin"] == ["s = s + np.sin(t)"] * 3
