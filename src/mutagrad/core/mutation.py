@@ -36,7 +36,7 @@ from mutagrad.core.engine import (
     save_output,
 )
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
-from mutagrad.core.sites import format_site, user_site
+from mutagrad.core.sites import Site, format_site, user_site
 from mutagrad.core.tangents import Region, layout_buffer, layout_of
 from mutagrad.core.wrapped import (
     BORROWED,
@@ -271,8 +271,12 @@ def commit(
     kind: int = NO_INDEX,
     index: Any = None,
     winners: Any = None,
+    site: Site | None = None,
 ) -> None:
-    """Make the base's node "old value with ``place`` replaced by ``value_node``"."""
+    """Make the base's node "old value with ``place`` replaced by ``value_node``".
+
+    ``site``: where the write is in the user's code, when the caller knows already.
+    """
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
         return
@@ -289,7 +293,9 @@ def commit(
             value_node.tag if value_node is not None else 0
         )
         data = base._data
-        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, user_site())
+        if site is None:
+            site = user_site()
+        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, site)
         node.kwargs = {
             "view": place,
             "base": data,
@@ -321,8 +327,6 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
 
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
-    from mutagrad.rules.indexing import normalize_index
-
     trace = STATE.get()
     key, basic = normalize_index(index)
     if isinstance(value, WrappedValue):
@@ -369,7 +373,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         np.copyto(data, raw_value, where=index_out)
     base._version += 1
     if trace is not None:
-        commit(base, place, value_node, trace, kind, index_out, winners)
+        commit(base, place, value_node, trace, kind, index_out, winners, write.site)
 
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
@@ -440,7 +444,8 @@ def write_in_place(
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None
         node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)
-    invalidate(base, target, _write_record(base, operation, Ellipsis, target, trace), node)
+    write = _write_record(base, operation, Ellipsis, target, trace)
+    invalidate(base, target, write, node)
     perform(raw, target)
     base._version += 1
     if trace is not None:
@@ -450,7 +455,7 @@ def write_in_place(
             base._node = node  # the op's value is the array's whole new value
             trace.tape.touch(base)
         else:
-            commit(base, target, node, trace)
+            commit(base, target, node, trace, site=write.site)
     return out
 
 
@@ -528,3 +533,7 @@ def assign_out(result: Any, out: Any, operation: str) -> Any:
         raise TracerConversionError(conversion_message(f"{operation} with out=ndarray"))
     out[...] = unwrap(result)
     return out
+
+
+# rules.indexing imports this module (through the rule registry): bound last.
+from mutagrad.rules.indexing import normalize_index  # noqa: E402

@@ -15,7 +15,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from types import CodeType, TracebackType
+from types import CodeType, FrameType, TracebackType
 
 import numpy
 
@@ -44,12 +44,16 @@ user_sites: dict[CodeType, dict[int, Site]] = {}
 
 def user_site(depth: int = 2) -> Site | None:
     """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
-    frame = sys._getframe(depth)
+    return user_site_from(sys._getframe(depth))
+
+
+def user_site_from(frame: FrameType) -> Site | None:
+    """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
+    sites = user_sites.get(frame.f_code)
+    if sites is not None:
+        return sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
     while frame is not None:
         code = frame.f_code
-        sites = user_sites.get(code)
-        if sites is not None:
-            return site_at(sites, code, frame.f_lasti)
         internal = _is_internal_code.get(code)
         if internal is None:
             internal = is_internal(code)

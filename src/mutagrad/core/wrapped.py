@@ -35,9 +35,8 @@ from mutagrad.core.sites import (
     describe_site,
     format_site,
     innermost_user_site,
-    site_at,
     user_site,
-    user_sites,
+    user_site_from,
 )
 from mutagrad.core.tangents import Meta
 from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
@@ -508,15 +507,8 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         active, tag = 3, na.tag | nb.tag
     # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
     need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
-    # user_site(3), with its first step inlined: frame 1 is an operator or
-    # __array_ufunc__, and frame 2 the user's, when the user made the call.
-    frame = _getframe(2)
-    sites = user_sites.get(frame.f_code)
-    site = (
-        sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
-        if sites is not None
-        else user_site(3)
-    )
+    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
+    site = user_site_from(_getframe(2))
     node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     # _saved_operand, inlined for the common cases: an array not read (its
@@ -563,13 +555,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     # 0x10001 is plan_key(1, 1): the operand is active.
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
-    frame = _getframe(2)  # as in _binary
-    sites = user_sites.get(frame.f_code)
-    site = (
-        sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
-        if sites is not None
-        else user_site(3)
-    )
+    site = user_site_from(_getframe(2))  # as in _binary
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     if need[0]:

@@ -10,13 +10,14 @@ allocating a dense zeros array per read.
 from __future__ import annotations
 
 import operator
+from sys import _getframe
 from typing import Any
 
 import numpy as np
 
 from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
-from mutagrad.core.sites import user_site
+from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY, SparseCotangent, cotangent_dtype
 from mutagrad.core.wrapped import WrappedArray, WrappedValue, make_view, node_of, wrap
 
@@ -101,7 +102,9 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     if n is None:
         return wrap(result)
     tape = trace.tape
-    node = Node(GETITEM, (n,), tape, n.tag, result.shape, result.dtype, user_site(2))
+    # Frame 1 is WrappedArray.__getitem__; frame 2 the user's, usually.
+    site = user_site_from(_getframe(2))
+    node = Node(GETITEM, (n,), tape, n.tag, result.shape, result.dtype, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)
     return wrap(result, node)
