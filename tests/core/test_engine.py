@@ -49,6 +49,36 @@ def test_scalar_reads_accumulate_sparsely():
     assert seen == [n]  # one buffer for all n reads
 
 
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("element"), st.integers(-6, 5), st.floats(-1e3, 1e3)),
+            st.tuples(st.just("slice"), st.integers(0, 5), st.floats(-1e3, 1e3)),
+            st.tuples(st.just("fancy"), st.integers(-6, 5), st.floats(-1e3, 1e3)),
+        ),
+        max_size=12,
+    )
+)
+def test_element_reads_batched_into_one_add_give_the_same_bits(reads):
+    # Runs of x[i] reads are added with one np.add.at: in the same order, so the
+    # result must equal adding every contribution one by one, bit for bit.
+    from mutagrad.core.tangents import BASIC, FANCY
+
+    sparse = SparseCotangent((6,), np.dtype(np.float64))
+    expected = np.zeros(6)
+    for kind, i, value in reads:
+        if kind == "element":
+            sparse.entries.append((BASIC, i, np.float64(value)))
+            expected[i] += value
+        elif kind == "slice":
+            sparse.entries.append((BASIC, slice(i, None), np.full(6 - i, value)))
+            expected[i:] += value
+        else:
+            sparse.entries.append((FANCY, np.array([i, i]), np.array([value, -2 * value])))
+            np.add.at(expected, [i, i], [value, -2 * value])
+    np.testing.assert_array_equal(sparse.dense(), expected)
+
+
 @given(st.lists(st.integers(-4, 3), min_size=1, max_size=8))
 def test_repeated_scalar_and_fancy_reads_sum_their_cotangents(indices):
     x = np.linspace(0.5, 2.0, 4)

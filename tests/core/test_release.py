@@ -15,6 +15,7 @@ import gc
 
 import numpy as np
 import pytest
+from test_mutation import setitem_elements_in_a_loop
 
 import mutagrad
 from mutagrad.core.engine import Capture, Node, Tape
@@ -60,13 +61,6 @@ def scalar_loop(y, yh):
     return s / len(y)
 
 
-def fill(x):
-    out = np.zeros_like(x)
-    for i in range(len(x)):
-        out[i] = np.sin(x[i]) * x[i]
-    return np.sum(out)
-
-
 def views(x):
     v = x[1:]
     t = x.T
@@ -97,7 +91,7 @@ X = np.linspace(0.1, 1.0, 6)
 CASES = [
     ("mse", mse, (X, X[::-1].copy()), "poison"),
     ("scalar loop", scalar_loop, (X, X[::-1].copy()), "poison"),
-    ("fill loop", fill, (X,), "poison"),
+    ("fill loop", setitem_elements_in_a_loop, (X,), "poison"),
     ("views of an input", views, (X.reshape(2, 3),), "poison"),
     ("write after capture", poisoned_but_unneeded, (X,), "poison"),
     ("snapshot copies", reused_scratch, (X,), "snapshot"),

@@ -291,7 +291,10 @@ class SparseCotangent:
 
     def add_to(self, buf: np.ndarray) -> np.ndarray:
         """Add every contribution into ``buf`` in place and return it."""
-        for kind, key, value in self.entries:
+        entries = self.entries
+        if buf.ndim == 1 and buf.dtype == np.float64 and len(entries) > 1:
+            entries = _batch_element_reads(entries)
+        for kind, key, value in entries:
             if kind == BASIC:
                 buf[key] += value
             elif kind == FANCY:
@@ -305,6 +308,38 @@ class SparseCotangent:
 
     def dense(self) -> np.ndarray:
         return self.add_to(layout_buffer(self.shape, self.dtype, self.layout))
+
+
+def _is_element_read(entry: tuple[int, Any, Any]) -> bool:
+    return entry[0] == BASIC and type(entry[1]) is int and type(entry[2]) is np.float64
+
+
+def _batch_element_reads(entries: list[tuple[int, Any, Any]]) -> list[tuple[int, Any, Any]]:
+    """``entries`` with each run of single-element reads (``x[i]`` in a loop) as one FANCY entry.
+
+    ``np.add.at`` adds in index order, exactly as the run's ``buf[i] += v``
+    one by one would, in one call instead of one per read.
+    """
+    batched: list[tuple[int, Any, Any]] = []
+    run: list[tuple[int, Any, Any]] = []
+    for entry in entries:
+        if _is_element_read(entry):
+            run.append(entry)
+            continue
+        _flush(run, batched)
+        batched.append(entry)
+    _flush(run, batched)
+    return batched
+
+
+def _flush(run: list[tuple[int, Any, Any]], batched: list[tuple[int, Any, Any]]) -> None:
+    if len(run) > 1:
+        keys = np.fromiter((key for _, key, _ in run), dtype=np.intp, count=len(run))
+        values = np.fromiter((value for _, _, value in run), dtype=np.float64, count=len(run))
+        batched.append((FANCY, keys, values))
+    else:
+        batched.extend(run)
+    run.clear()
 
     def __repr__(self) -> str:
         return f"SparseCotangent(shape={self.shape}, entries={len(self.entries)})"
