@@ -17,8 +17,8 @@ poison mode, four views of one ``mutagrad.gradient`` call:
 3. **Call counts** (cProfile): calls per tape node of the busiest functions,
    which is what a fast path has to remove.
 4. **Ablations** (unprofiled, interleaved with the unchanged engine, median of
-   rounds): the same call with ``user_site`` replaced by ``lambda depth=2: None``
-   (no frame walk), and with the garbage collector disabled. The time saved
+   rounds): the same call with ``user_site`` and ``user_site_from`` returning
+   None (no site lookup), and with the garbage collector disabled. The time saved
    is an upper bound on what removing that cost can gain. Measurement only:
    error messages lose their source lines while the ablation runs.
 
@@ -194,7 +194,7 @@ _PHASES = {
 
 # (file suffix or directory, function names or None for any) -> category; first match wins.
 _CATEGORIES: list[tuple[str, tuple[str, ...] | None, str]] = [
-    ("core/sites.py", None, "user_site frame walk"),
+    ("core/sites.py", None, "site lookup (sites.py)"),
     (
         "core/engine.py",
         ("record", "save_value", "capture", "_remember", "save_output", "plan", "__init__"),
@@ -347,17 +347,23 @@ def _short_path(path: str) -> str:
 def _no_user_site() -> Iterator[None]:
     from mutagrad.core import sites
 
-    original = sites.user_site
+    # Every name a module binds the site lookups to: user_site(depth) and
+    # user_site_from(frame), which the operator, indexing and write paths call.
+    stand_ins = {"user_site": lambda depth=2: None, "user_site_from": lambda frame: None}
     patched = []
     for name, module in list(sys.modules.items()):
-        if name.startswith("mutagrad") and getattr(module, "user_site", None) is original:
-            patched.append(module)
-            module.user_site = lambda depth=2: None  # type: ignore[attr-defined]
+        if not name.startswith("mutagrad"):
+            continue
+        for attr, stand_in in stand_ins.items():
+            original = getattr(sites, attr)
+            if getattr(module, attr, None) is original:
+                patched.append((module, attr, original))
+                setattr(module, attr, stand_in)
     try:
         yield
     finally:
-        for module in patched:
-            module.user_site = original  # type: ignore[attr-defined]
+        for module, attr, original in patched:
+            setattr(module, attr, original)
 
 
 @contextlib.contextmanager
@@ -372,7 +378,7 @@ def _gc_disabled() -> Iterator[None]:
 
 
 ABLATIONS: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-    "no user_site frame walk": _no_user_site,
+    "no site lookup": _no_user_site,
     "garbage collector disabled": _gc_disabled,
 }
 
