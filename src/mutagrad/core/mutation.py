@@ -272,10 +272,13 @@ def commit(
     index: Any = None,
     winners: Any = None,
     site: Site | None = None,
+    element: Any = None,
 ) -> None:
     """Make the base's node "old value with ``place`` replaced by ``value_node``".
 
     ``site``: where the write is in the user's code, when the caller knows already.
+    ``element``: for a write of one element through the base itself, its index
+    (the pullback then reads and zeroes that element without a Region).
     """
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
@@ -302,6 +305,7 @@ def commit(
             "kind": kind,
             "index": index,
             "winners": winners,
+            "element": element,
         }
         tape.nodes.append(node)
         base._node = node
@@ -350,12 +354,15 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
             "(x.astype(int)) if the truncation is intended, or use a float array."
         )
     winners = None
+    element = None
     if mask is not None:
         kind, place, index_out = MASK_INDEX, data, np.array(mask, dtype=bool)
     elif basic:
         place = data[key]
         if not isinstance(place, np.ndarray):  # every axis indexed by an integer: one element
             place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+            if w._base is None:
+                element = key  # an index into the base itself, as the pullback's g is
         kind, index_out = NO_INDEX, None
     else:
         kind, place, index_out = FANCY_INDEX, data, key
@@ -373,7 +380,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         np.copyto(data, raw_value, where=index_out)
     base._version += 1
     if trace is not None:
-        commit(base, place, value_node, trace, kind, index_out, winners, write.site)
+        commit(base, place, value_node, trace, kind, index_out, winners, write.site, element)
 
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:

@@ -207,6 +207,10 @@ class WriteRule(Rule):
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         kw = node.kwargs
         assert kw is not None
+        element = kw["element"]
+        if element is not None and not (bk.recording and bk.needs_recording(node, g)):
+            self._element_backward(node, g, owned, bk, element)
+            return
         region = kw.get("region")
         if region is None:
             region = kw["region"] = Region(kw.pop("view"), kw.pop("base"))
@@ -236,6 +240,26 @@ class WriteRule(Rule):
             else:
                 _zero_in_place(g, region, kind, index)
                 bk.accumulate(old_node, g, owned=True)
+
+    @staticmethod
+    def _element_backward(node: Node, g: Any, owned: bool, bk: BackwardPass, key: Any) -> None:
+        """``base[key] = value`` for one element (``out[i] = v`` in a loop): index ``g`` directly.
+
+        The same as the general path with the element's Region, which costs
+        more than the element: the value gets ``g[key]``, the old value ``g``
+        with that element zeroed.
+        """
+        old_node, value_node = node.inputs
+        bit = bk.bit
+        want_old = old_node is not None and old_node.tag & bit
+        if value_node is not None and value_node.tag & bit:
+            gv = g[key]
+            bk.accumulate(value_node, gv.copy() if type(gv) is np.ndarray else gv, owned=True)
+        if want_old:
+            if not (owned and type(g) is np.ndarray):
+                g = np.array(g, dtype=cotangent_dtype(node.dtype), copy=True)
+            g[key] = 0
+            bk.accumulate(old_node, g, owned=True)
 
 
 VIEW_READ = ViewReadRule("view")
