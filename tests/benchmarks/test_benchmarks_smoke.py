@@ -161,3 +161,15 @@ def test_quick_run_writes_json_with_expected_keys(tmp_path):
     assert any(name.startswith("workload 6 poison/strict overhead") for name in names)
     for target in run["targets"]:
         assert target["status"] in ("PASS", "FAIL", "N/A")
+
+
+def test_the_minimal_tape_of_benchmarks_floor_computes_the_true_gradient():
+    # benchmarks/floor.py measures a tape without checks as a lower bound for
+    # workload 3; the bound only means something if its gradient is right.
+    from benchmarks import floor
+
+    rng = np.random.default_rng(3)
+    y, yh = rng.random(30), rng.random(30)
+    for got, want in zip(floor.minimal_gradient(y, yh), floor.by_hand(y, yh)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert floor.by_hand(y, yh)[0][0] == pytest.approx(2 * (y[0] - yh[0]) / 30)
