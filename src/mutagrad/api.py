@@ -199,19 +199,13 @@ class _Call:
                 and flags.writeable
                 and (flags.c_contiguous or flags.f_contiguous)
             ):  # the common case, _freeze(x) spelled out: the caller's own array
-                w = WrappedArray(x.view())  # writeable: made before x is frozen
-                w._flags = BORROWED
-                w._views = []
-                self.borrowed.append(w)
+                w = self._borrow(x)
                 flags.writeable = False
                 self.frozen.append(x)
             elif copy_inputs or not is_dense(x) or not _can_freeze(x):
                 w = WrappedArray(np.copy(x))
             else:
-                w = WrappedArray(x.view())
-                w._flags = BORROWED
-                w._views = []
-                self.borrowed.append(w)
+                w = self._borrow(x)
                 self._freeze(x)
         elif not _is_differentiable_leaf(x):
             self.inputs.append(None)
@@ -235,6 +229,17 @@ class _Call:
         tape.nodes.append(node)
         w._node = node
         self.inputs.append(node)
+        return w
+
+    def _borrow(self, x: np.ndarray) -> WrappedArray:
+        """A WrappedArray over the caller's memory, copied on its first write.
+
+        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
+        """
+        w = WrappedArray(x.view())
+        w._flags = BORROWED
+        w._views = []
+        self.borrowed.append(w)
         return w
 
     def _bind_parameter(self, w: WrappedArray) -> Node:

@@ -478,20 +478,20 @@ class VjpRule(Rule):
                 return
             x, ans = node.saved
             if type(x) is Capture:
-                x = x.data if x.poisoned_by is None else x.read()
+                x = x.read()
             if type(ans) is Capture:
-                ans = ans.data if ans.poisoned_by is None else ans.read()
+                ans = ans.read()
             c = vjp(g, ans, x, **kwargs) if kwargs else vjp(g, ans, x)
-            bk.accumulate(inp, c, owned if c is g else type(c) is np.ndarray and c.base is None)
+            bk.accumulate(inp, c, owned if c is g else _fresh(c))
             return
         inp0, inp1 = inputs
         x, y, ans = node.saved
         if type(x) is Capture:
-            x = x.data if x.poisoned_by is None else x.read()
+            x = x.read()
         if type(y) is Capture:
-            y = y.data if y.poisoned_by is None else y.read()
+            y = y.read()
         if type(ans) is Capture:
-            ans = ans.data if ans.poisoned_by is None else ans.read()
+            ans = ans.read()
         c0 = c1 = None
         if inp0 is not None and inp0.tag & bit:
             vjp = vjps[0]
@@ -513,11 +513,9 @@ class VjpRule(Rule):
             inp1 = None
         alone = inp0 is None or inp1 is None or c0 is not c1
         if inp0 is not None:
-            own = alone and (owned if c0 is g else type(c0) is np.ndarray and c0.base is None)
-            bk.accumulate(inp0, c0, own)
+            bk.accumulate(inp0, c0, alone and (owned if c0 is g else _fresh(c0)))
         if inp1 is not None:
-            own = alone and (owned if c1 is g else type(c1) is np.ndarray and c1.base is None)
-            bk.accumulate(inp1, c1, own)
+            bk.accumulate(inp1, c1, alone and (owned if c1 is g else _fresh(c1)))
 
     def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
@@ -529,7 +527,7 @@ class VjpRule(Rule):
             trusted = False
         else:
             vals = [
-                v if type(v) is not Capture else v.data if v.poisoned_by is None else v.read()
+                v.read() if type(v) is Capture else v
                 for v in saved
             ]
             trusted = self.trusted
@@ -703,6 +701,21 @@ class BackwardPass:
             cots[node] = old + c
             if isinstance(cots[node], np.ndarray):
                 self.owned.add(node)
+
+    def accumulate_entry(self, node: Node, entry: tuple[int, Any, Any], layout: Any = None) -> None:
+        """Add one sparse contribution (kind, where, value) into ``node``'s cotangent.
+
+        The same as :meth:`accumulate` of a SparseCotangent holding ``entry``,
+        without making one when the node already has a pending sparse
+        cotangent (a loop of ``x[i]`` reads adds thousands of entries).
+        """
+        pending = self.cots.get(node)
+        if type(pending) is SparseCotangent:
+            pending.entries.append(entry)
+            return
+        sparse = SparseCotangent(node.shape, cotangent_dtype(node.dtype), layout)
+        sparse.entries.append(entry)
+        self.accumulate(node, sparse)
 
     def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
         if is_traced(old) or _sparse_is_traced(sparse):

@@ -187,9 +187,7 @@ class ViewReadRule(Rule):
                 base_node, scatter(g, region, NO_INDEX, None, base_node.shape, base_node.dtype)
             )
             return
-        sparse = SparseCotangent(base_node.shape, cotangent_dtype(base_node.dtype), region.layout)
-        sparse.entries.append((REGION, region, g))
-        bk.accumulate(base_node, sparse)
+        bk.accumulate_entry(base_node, (REGION, region, g), region.layout)
 
 
 class WriteRule(Rule):
@@ -253,8 +251,7 @@ class WriteRule(Rule):
         bit = bk.bit
         want_old = old_node is not None and old_node.tag & bit
         if value_node is not None and value_node.tag & bit:
-            gv = g[key]
-            bk.accumulate(value_node, gv.copy() if type(gv) is np.ndarray else gv, owned=True)
+            bk.accumulate(value_node, g[key], owned=True)  # every axis indexed: a scalar
         if want_old:
             if not (owned and type(g) is np.ndarray):
                 g = np.array(g, dtype=cotangent_dtype(node.dtype), copy=True)

@@ -36,10 +36,11 @@ _INTERNAL_PREFIXES = (
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
     "<__array_function__",
 )
-_is_internal_code: dict[CodeType, bool] = {}
-# For the user's code: bytecode offset -> its site. A loop records the same
-# few sites thousands of times; every node shares one tuple per call site.
-user_sites: dict[CodeType, dict[int, Site]] = {}
+# Code already classified: machinery (skipped by the walk), or the user's,
+# with bytecode offset -> its site. A loop records the same few sites
+# thousands of times; every node shares one tuple per call site.
+_internal_code: set[CodeType] = set()
+_user_sites: dict[CodeType, dict[int, Site]] = {}
 
 
 def user_site(depth: int = 2) -> Site | None:
@@ -47,36 +48,29 @@ def user_site(depth: int = 2) -> Site | None:
     return user_site_from(sys._getframe(depth))
 
 
-def user_site_from(frame: FrameType) -> Site | None:
+def user_site_from(frame: FrameType | None) -> Site | None:
     """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
-    sites = user_sites.get(frame.f_code)
-    if sites is not None:
-        return sites.get(frame.f_lasti) or site_at(sites, frame.f_code, frame.f_lasti)
     while frame is not None:
         code = frame.f_code
-        internal = _is_internal_code.get(code)
-        if internal is None:
-            internal = is_internal(code)
-        if not internal:
-            return site_at(user_sites[code], code, frame.f_lasti)
+        sites = _user_sites.get(code)
+        if sites is None and code not in _internal_code:
+            sites = _classify(code)
+        if sites is not None:
+            offset = frame.f_lasti
+            site = sites.get(offset)
+            if site is None:
+                site = sites[offset] = (code, offset)
+            return site
         frame = frame.f_back
     return None
 
 
-def site_at(sites: dict[int, Site], code: CodeType, offset: int) -> Site:
-    """The shared site for ``offset`` in ``code`` (``sites`` is ``user_sites[code]``)."""
-    site = sites.get(offset)
-    if site is None:
-        site = sites[offset] = (code, offset)
-    return site
-
-
-def is_internal(code: CodeType) -> bool:
-    """Whether ``code`` is machinery (mutagrad's engine and rules, numpy); cached."""
-    internal = _is_internal_code[code] = code.co_filename.startswith(_INTERNAL_PREFIXES)
-    if not internal:
-        user_sites.setdefault(code, {})
-    return internal
+def _classify(code: CodeType) -> dict[int, Site] | None:
+    """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
+    if code.co_filename.startswith(_INTERNAL_PREFIXES):
+        _internal_code.add(code)
+        return None
+    return _user_sites.setdefault(code, {})
 
 
 def site_line(site: Site | None) -> int | None:

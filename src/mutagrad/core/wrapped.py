@@ -428,6 +428,9 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     numbers are treated as reals, as in Zygote); ``np.sum(x, dtype=int)`` of a
     float ``x`` does not.
     """
+    result_type = type(result)
+    if result_type is np.float64 or (result_type is np.ndarray and result.dtype.kind == "f"):
+        return False  # the common case, decided without the lookups below
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind not in "biu":
         return False
@@ -435,12 +438,6 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
         n is not None and getattr(getattr(r, "dtype", None), "kind", "") in "fc"
         for r, n in zip(raw, nodes)
     )
-
-
-def _is_float(result: Any) -> bool:
-    """A float64 scalar or a float array: the results that cannot be truncations."""
-    kind = type(result)
-    return kind is np.float64 or (kind is np.ndarray and result.dtype.kind == "f")
 
 
 def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
@@ -488,9 +485,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     result = pyop(ra, rb)
     if na is None and nb is None:
         return wrap_constant(result, (a, b), (ra, rb))
-    result_type = type(result)  # _is_float(result), inlined
-    is_float = result_type is np.float64 or (result_type is np.ndarray and result.dtype.kind == "f")
-    if not is_float and truncates(result, (ra, rb), (na, nb)):
+    if truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -531,7 +526,7 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         saved_b = _saved_operand(rb, b, True, node, snapshot)
     node.saved = (saved_a, saved_b, None)
     tape.nodes.append(node)  # type: ignore[union-attr]
-    out = WrappedArray(result, node) if result_type is np.ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, snapshot)
     return out
@@ -544,7 +539,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     result = pyop(ra)
     if na is None:
         return wrap_constant(result, (a,), (ra,))
-    if not _is_float(result) and truncates(result, (ra,), (na,)):
+    if truncates(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -558,10 +553,7 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     site = user_site_from(_getframe(2))  # as in _binary
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
-    if need[0]:
-        node.saved = (_saved_operand(ra, a, True, node, snapshot), None)
-    else:  # an operand not read (tanh, exp read their output): its shape
-        node.saved = (Meta(ra.shape, ra.dtype) if type(ra) is np.ndarray else ra, None)
+    node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
     trace.tape.nodes.append(node)
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
@@ -817,14 +809,7 @@ def apply(
     for a in args:
         if isinstance(a, WrappedValue):
             raw.append(a._data)
-            if tape is None:
-                n = None
-            elif a._base is None:  # node_of, inlined for an array that is not a view
-                n = a._node
-                if n is not None and n.tape is not tape:
-                    n = None
-            else:
-                n = node_of(a, tape)
+            n = node_of(a, tape) if tape is not None else None
             if n is not None:
                 active = True
             nodes.append(n)
@@ -838,7 +823,7 @@ def apply(
             with refusing_writes_by(rule.name):
                 result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))
             result = unaliased(result, raw)
-    if not active or (not _is_float(result) and truncates(result, raw, nodes)):
+    if not active or truncates(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)

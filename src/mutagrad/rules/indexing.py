@@ -18,7 +18,7 @@ import numpy as np
 from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site_from
-from mutagrad.core.tangents import BASIC, FANCY, SparseCotangent, cotangent_dtype
+from mutagrad.core.tangents import BASIC, FANCY
 from mutagrad.core.wrapped import WrappedArray, WrappedValue, make_view, node_of, wrap
 
 
@@ -79,14 +79,7 @@ class IndexRule(Rule):
             kind = BASIC_INDEX if basic else FANCY_INDEX
             bk.accumulate(x, scatter(g, None, kind, key, x.shape, x.dtype))
             return
-        entry = (BASIC if basic else FANCY, key, g)
-        pending = bk.cots.get(x)
-        if type(pending) is SparseCotangent:  # what accumulate would do, minus an object
-            pending.entries.append(entry)
-            return
-        sparse = SparseCotangent(x.shape, cotangent_dtype(x.dtype))
-        sparse.entries.append(entry)
-        bk.accumulate(x, sparse)
+        bk.accumulate_entry(x, (BASIC if basic else FANCY, key, g))
 
 
 GETITEM = IndexRule("getitem")
