@@ -297,3 +297,18 @@ def test_exit_status_is_1_for_a_wrong_gradient_unless_marked_as_a_known_issue(tm
     assert (
         "  KNOWN    known wrong [strict, poison, snapshot]: wrong; a wrong rule, on purpose" in out
     )
+
+
+def test_both_pages_list_the_programs_that_reproduce_a_known_bug(tmp_path):
+    corpus = tmp_path / "wrong_rules.py"
+    corpus.write_text(WRONG_RULE_CORPUS)
+    out = tmp_path / "out"
+    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1"]
+    assert main([*args, "--select", "known"]) == 0
+    markdown = (out / "report.md").read_text()
+    assert "## Known mutagrad bugs reproduced by the corpus" in markdown
+    row = "known wrong | strict: WRONG, poison: WRONG, snapshot: WRONG | a wrong rule, on purpose"
+    assert row in markdown
+    page = (out / "index.html").read_text()
+    assert "Known mutagrad bugs reproduced by the corpus" in page
+    assert "a wrong rule, on purpose" in page

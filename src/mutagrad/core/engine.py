@@ -526,10 +526,7 @@ class VjpRule(Rule):
             vals = [bk.traced(v, inputs[i] if i < n else node) for i, v in enumerate(saved)]
             trusted = False
         else:
-            vals = [
-                v.read() if type(v) is Capture else v
-                for v in saved
-            ]
+            vals = [v.read() if type(v) is Capture else v for v in saved]
             trusted = self.trusted
             if not trusted:
                 vals = [read_only(v) for v in vals]

@@ -17,7 +17,7 @@ from html import escape
 
 from mutagrad.report.plots import INSTALL_HINT, OUTCOME_COLOURS, outcome_class, render_plots
 from mutagrad.report.runner import ModeResult, Report
-from mutagrad.report.summary import category_rows, headline, summarize, why
+from mutagrad.report.summary import category_rows, headline, known_issue_rows, summarize, why
 from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row, ratio_text
 
 STYLE = """
@@ -196,22 +196,10 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     else:
         parts.append("<p>None.</p>")
 
-    known = [p for p in report.programs if p.program.known_issue]
+    header, known = known_issue_rows(report)
     if known:
         parts.append('<h2 class="alarm">Known mutagrad bugs reproduced by the corpus</h2>')
-        parts.append(
-            _table(
-                ["program", "outcomes", "issue"],
-                [
-                    [
-                        p.name,
-                        ", ".join(f"{r.mode}: {r.cell}" for r in p.modes),
-                        p.program.known_issue,
-                    ]
-                    for p in known
-                ],
-            )
-        )
+        parts.append(_table(header, known))
 
     parts.append("<h2>Measurements</h2>")
     parts.append(

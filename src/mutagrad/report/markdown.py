@@ -10,7 +10,7 @@ settings and the environment, and how to regenerate the file.
 from __future__ import annotations
 
 from mutagrad.report.runner import Outcome, Report
-from mutagrad.report.summary import category_rows, headline, summarize, why
+from mutagrad.report.summary import category_rows, headline, known_issue_rows, summarize, why
 from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row, ratio_text
 
 
@@ -106,22 +106,10 @@ def render_markdown(report: Report) -> str:
         )
     else:
         parts.append("None.")
-    known = [p for p in report.programs if p.program.known_issue]
+    header, known = known_issue_rows(report)
     if known:
         parts += ["", "## Known mutagrad bugs reproduced by the corpus", ""]
-        parts.append(
-            _table(
-                ["program", "outcomes", "issue"],
-                [
-                    [
-                        p.name,
-                        ", ".join(f"{r.mode}: {r.cell}" for r in p.modes),
-                        p.program.known_issue,
-                    ]
-                    for p in known
-                ],
-            )
-        )
+        parts.append(_table(header, known))
     parts += ["", "## Measurements", ""]
     parts.append(
         _table(measurement_header(report), [measurement_row(report, p) for p in report.programs])

@@ -139,6 +139,16 @@ def why(note: str, verdict: str) -> str:
     return note[len(prefix) :] if note.startswith(prefix) else note or "–"
 
 
+def known_issue_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the table of corpus programs that reproduce a known mutagrad bug."""
+    rows = [
+        [p.name, ", ".join(f"{r.mode}: {r.cell}" for r in p.modes), p.program.known_issue]
+        for p in report.programs
+        if p.program.known_issue
+    ]
+    return ["program", "outcomes", "issue"], rows
+
+
 def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """The per-category table (header, rows, then a total row), as text cells."""
     header = [

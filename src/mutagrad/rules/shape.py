@@ -220,12 +220,18 @@ def _as_arrays(arrays):
     return tuple(a if isinstance(a, WrappedValue) else np.asarray(a) for a in arrays)
 
 
-@implements(np.concatenate)
-def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    arrays = _as_arrays(arrays)
+def _join_kwargs(axis, dtype, casting):
+    """The keyword arguments np.concatenate and np.stack pass on (dtype only when given)."""
     kwargs = {"axis": axis, "casting": casting}
     if dtype is not None:
         kwargs["dtype"] = dtype
+    return kwargs
+
+
+@implements(np.concatenate)
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    arrays = _as_arrays(arrays)
+    kwargs = _join_kwargs(axis, dtype, casting)
     return assign_out(apply(_concatenate_rule(len(arrays)), arrays, kwargs), out, "np.concatenate")
 
 
@@ -247,9 +253,7 @@ def _stack_rule(n: int) -> VjpRule:
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _as_arrays(arrays)
-    kwargs = {"axis": axis, "casting": casting}
-    if dtype is not None:
-        kwargs["dtype"] = dtype
+    kwargs = _join_kwargs(axis, dtype, casting)
     return assign_out(apply(_stack_rule(len(arrays)), arrays, kwargs), out, "np.stack")
 
 
