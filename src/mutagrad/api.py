@@ -44,13 +44,16 @@ from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
     BORROWED,
+    SHARED_INPUT,
     WrappedArray,
     WrappedValue,
+    holds_wrapped,
     is_active,
     node_of,
+    stack_sequence,
     wrap,
 )
-from mutagrad.errors import MutagradError
+from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 
 
@@ -137,6 +140,7 @@ class _Call:
         "_claimed",
         "_rebound",
         "args",
+        "borrow",
         "borrowed",
         "frozen",
         "inputs",
@@ -154,8 +158,8 @@ class _Call:
         self,
         args: tuple[Any, ...],
         mode_name: str | None,
-        copy_inputs: bool,
         params: Params | None = None,
+        borrow: bool = True,
     ):
         if mode_name is None:
             mode_name = MODE.get()  # mutagrad.mode() checked it
@@ -172,11 +176,16 @@ class _Call:
         self.trace = trace
         self.start = len(tape.nodes)
         self.frozen: list[np.ndarray] = []
-        self.borrowed: list[WrappedArray] = []  # inputs sharing the caller's memory
+        # Large inputs sharing the caller's memory: (caller's array, input, fingerprint).
+        self.borrow = borrow
+        self.borrowed: list[tuple[np.ndarray, WrappedArray, Any]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
-        self.args = self.rebuild([self._wrap(x, copy_inputs) for x in leaves])
+        wrapped = [self._wrap(x) for x in leaves]
+        if len(leaves) > 1:
+            _mark_shared_inputs(leaves, wrapped)
+        self.args = self.rebuild(wrapped)
         self.params = params
         self.param_nodes: list[Node] = []
         self._rebound: list[tuple[WrappedArray, Node | None, Node]] = []
@@ -189,24 +198,23 @@ class _Call:
                 self.finish()
                 raise
 
-    def _wrap(self, x: Any, copy_inputs: bool) -> Any:
+    def _wrap(self, x: Any) -> Any:
         outer = None
         if type(x) is np.ndarray and x.dtype.kind in "iuf":
-            flags = x.flags
-            if (
-                not copy_inputs
-                and x.base is None
-                and flags.writeable
-                and (flags.c_contiguous or flags.f_contiguous)
-            ):  # the common case, _freeze(x) spelled out: the caller's own array
+            # A private copy, not the caller's memory: a view of the caller's
+            # array made before the call (``v = a[:]``, a memoryview,
+            # ``np.frombuffer``) stays writable whatever flags are set here,
+            # and a write through it would change the input behind its
+            # version. The caller's array is also frozen for the call, so
+            # that ``f`` writing it by name fails as it would change the input.
+            if self.borrow and x.nbytes > COPY_LIMIT and _borrowable(x):
                 w = self._borrow(x)
-                flags.writeable = False
-                self.frozen.append(x)
-            elif copy_inputs or not is_dense(x) or not _can_freeze(x):
-                w = WrappedArray(np.copy(x))
             else:
-                w = self._borrow(x)
-                self._freeze(x)
+                w = WrappedArray(np.copy(x))
+                if not x.flags.writeable:
+                    w._data.flags.writeable = False  # numpy would refuse f's writes to it
+                elif _can_freeze(x):
+                    self._freeze(x)
         elif not _is_differentiable_leaf(x):
             self.inputs.append(None)
             return x
@@ -232,14 +240,20 @@ class _Call:
         return w
 
     def _borrow(self, x: np.ndarray) -> WrappedArray:
-        """A WrappedArray over the caller's memory, copied on its first write.
+        """A WrappedArray over the caller's (large) array, copied on its first write.
 
-        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
+        Copying a large array costs more than the gradient of a cheap
+        function (page faults on fresh memory), so its memory is shared. A
+        view of it made before the call stays writable, though: a
+        fingerprint taken now is checked when ``f`` returns (:meth:`run`),
+        so a write through such a view raises instead of changing the input
+        behind its version.
         """
-        w = WrappedArray(x.view())
+        w = WrappedArray(x.view())  # made before x is frozen: stays writable
         w._flags = BORROWED
         w._views = []
-        self.borrowed.append(w)
+        self._freeze(x)
+        self.borrowed.append((x, w, fingerprint(x)))
         return w
 
     def _bind_parameter(self, w: WrappedArray) -> Node:
@@ -293,9 +307,27 @@ class _Call:
     def run(self, f: Callable[..., Any]) -> Any:
         token = STATE.set(self.trace)
         try:
-            return f(*self.args)
+            out = f(*self.args)
         finally:
             STATE.reset(token)
+        if self.borrowed:
+            self.check_borrowed()
+        return out
+
+    def check_borrowed(self) -> None:
+        """Raise if a borrowed input's memory changed behind its version during ``f``."""
+        for x, _, before in self.borrowed:
+            # Even after f's own first write moved the input to a copy, the
+            # captures taken before it still read the caller's memory.
+            if fingerprint(x) != before:
+                raise NotDifferentiableError(
+                    "an argument of the gradient call changed while f ran, through an array "
+                    "that shares its memory and was made before the call (a view such as "
+                    "v = a[:], a memoryview or np.frombuffer), so mutagrad could not see the "
+                    "write; the gradient would be wrong.\n"
+                    "Fix: pass a copy (gradient(f, a.copy())), or write through the argument "
+                    "f receives instead of through the outside view."
+                )
 
     def stop_nodes(self) -> set[Node]:
         """The nodes a sweep stops at: the call's inputs and parameters."""
@@ -307,6 +339,11 @@ class _Call:
         """The node of the scalar ``f`` returned (None for a constant); raises for non-scalars."""
         check_not_open_buffer(out, what)
         if not isinstance(out, WrappedValue):
+            if isinstance(out, (bool, np.bool_)) and self.inputs_active():
+                raise NotDifferentiableError(
+                    f"{what} needs f to return a floating-point number, but it returned a "
+                    "boolean, which has no derivative. Return the quantity itself."
+                )
             if isinstance(out, (int, float, np.number)) or (
                 isinstance(out, np.ndarray) and out.shape == ()
             ):
@@ -320,7 +357,18 @@ class _Call:
                 f"{what} needs f to return a scalar, but it returned an array of shape "
                 f"{out.shape}. Reduce it (np.sum(y)) or use mutagrad.jacobian for array outputs."
             )
-        return node_of(out, self.tape)
+        node = node_of(out, self.tape)
+        if node is None and out.dtype.kind in "biu" and self.inputs_active():
+            raise NotDifferentiableError(
+                f"{what} needs f to return a floating-point number, but it returned a "
+                f"{out.dtype} value, which has no derivative (a comparison, a count, an "
+                "index). Return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
+            )
+        return node
+
+    def inputs_active(self) -> bool:
+        """Whether the call differentiates anything (arguments or parameters)."""
+        return any(n is not None for n in self.inputs) or bool(self.param_nodes)
 
     def sweep(self, out_node: Node | None, seed: Any) -> BackwardPass | None:
         if out_node is None:
@@ -349,13 +397,84 @@ class _Call:
     def finish(self) -> None:
         if self.frozen:
             self.thaw()
-        for w in self.borrowed:
+        for _, w, _ in self.borrowed:
             if w._views:  # views of an input and the input point at each other:
                 w._views = []  # break the cycle, so that they are freed at once
         if self._rebound or self._claimed:
             self._unbind_parameters()
         if self.parent is None:
             self.tape.release()
+
+
+# Arrays up to this size are copied on entry; larger ones are borrowed and fingerprinted.
+COPY_LIMIT = 1 << 18
+
+
+def _borrowable(x: np.ndarray) -> bool:
+    """A float64 array whose memory can be shared for the call and checked afterwards."""
+    return (
+        x.dtype == np.float64 and x.flags.writeable and is_dense(x) and _can_freeze(x)
+    )
+
+
+def fingerprint(a: np.ndarray) -> tuple[int, bytes]:
+    """A cheap, position-sensitive checksum of a dense float64 array's contents.
+
+    Two numbers: the wrapping sum of the elements' bit patterns (exact: any
+    change of one element changes it) and a dot product with fixed
+    pseudo-random weights ``row_weight[i] * column_weight[j]`` over the
+    elements laid out as rows of 1024 (a permutation of the elements, which
+    keeps the sum, changes it). Two passes of vectorised arithmetic, no copy.
+    """
+    flat = a.ravel(order="K")
+    bits = int(flat.view(np.uint64).sum(dtype=np.uint64))
+    rows = flat.size // _ROW
+    body = flat[: rows * _ROW].reshape(rows, _ROW) @ _weights(_ROW, 1)
+    weighted = body @ _weights(rows, 2) + flat[rows * _ROW :] @ _weights(flat.size % _ROW, 3)
+    return bits, np.float64(weighted).tobytes()
+
+
+_ROW = 1024
+_WEIGHTS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _weights(n: int, stream: int) -> np.ndarray:
+    w = _WEIGHTS.get((n, stream))
+    if w is None:
+        w = _WEIGHTS[n, stream] = np.random.default_rng(stream).uniform(0.5, 1.5, n)
+    return w
+
+
+def _memory_of(leaf: Any) -> np.ndarray | None:
+    if isinstance(leaf, np.ndarray):
+        return leaf
+    if isinstance(leaf, WrappedValue) and isinstance(leaf._data, np.ndarray):
+        return leaf._data
+    return None
+
+
+def _mark_shared_inputs(leaves: list[Any], wrapped: list[Any]) -> None:
+    """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
+
+    Each input is differentiated as an array of its own, in memory of its
+    own; in numpy a write through one of them would show through the other.
+    Reads agree either way, so only a write to such an input is refused
+    (by :func:`mutagrad.core.mutation.prepare_write`).
+    """
+    arrays = [(_memory_of(leaf), w) for leaf, w in zip(leaves, wrapped)]
+    arrays = [(m, w) for m, w in arrays if m is not None and isinstance(w, WrappedArray)]
+    for i, (a, wa) in enumerate(arrays):
+        for b, wb in arrays[i + 1 :]:
+            if np.may_share_memory(a, b) and _shares_memory(a, b):
+                wa._flags |= SHARED_INPUT
+                wb._flags |= SHARED_INPUT
+
+
+def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    try:
+        return bool(np.shares_memory(a, b, max_work=100_000))
+    except np.exceptions.TooHardError:
+        return True  # conservative: refuse writes rather than risk a silent difference
 
 
 def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
@@ -452,7 +571,7 @@ def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
     returns the gradient as :class:`Grads`.
     """
     params = implicit_parameters(f, args, "withgradient")
-    call = _Call(args if params is None else (), mode, copy_inputs=False, params=params)
+    call = _Call(args if params is None else (), mode, params=params)
     try:
         out = call.run(f)
         if not isinstance(out, WrappedValue):  # else output_node checks it
@@ -536,7 +655,7 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
     if STATE.get() is not None:
         raise MutagradError("pullback inside a gradient call is not supported; use gradient")
     params = implicit_parameters(f, args, "pullback")
-    call = _Call(args if params is None else (), mode, copy_inputs=True, params=params)
+    call = _Call(args if params is None else (), mode, params=params, borrow=False)
     try:
         out = call.run(f)
         check_not_open_buffer(out, "f")
@@ -544,6 +663,7 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
         call.finish()
         raise
     call.release_parameter_claims()
+    call.thaw()  # the arguments were copied: the caller's arrays are theirs again
     back = Pullback(call, out)
     value = _unwrap_output(out)
     return _copy_if_captured(out, value), back
@@ -558,24 +678,6 @@ def _copy_if_captured(out: Any, value: Any) -> Any:
     return value
 
 
-def _contains_wrapped(obj: Any) -> bool:
-    if isinstance(obj, WrappedValue):
-        return True
-    return isinstance(obj, (list, tuple)) and any(_contains_wrapped(o) for o in obj)
-
-
-def _stack_nested(obj: Any, dtype: Any) -> Any:
-    """``np.array`` of a nested list holding WrappedArrays, built with traced stacking."""
-    if isinstance(obj, (list, tuple)):
-        parts = [_stack_nested(o, dtype) for o in obj]
-        parts = [p if isinstance(p, WrappedValue) else wrap(np.asarray(p)) for p in parts]
-        stacked = np.stack(parts)
-        return stacked if dtype is None else stacked.astype(dtype)
-    if isinstance(obj, WrappedValue):
-        return obj.copy() if dtype is None else obj.astype(dtype)
-    return np.asarray(obj, dtype=dtype)
-
-
 def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
     """A WrappedArray holding a copy of ``obj`` (like ``np.array``).
 
@@ -586,19 +688,21 @@ def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
         if not copy and (dtype is None or np.dtype(dtype) == obj.dtype):
             return obj
         return obj.copy() if dtype is None else obj.astype(dtype)
-    if _contains_wrapped(obj):
-        return _stack_nested(obj, dtype)
+    if holds_wrapped(obj):
+        return stack_sequence(obj, dtype)
     return WrappedArray(np.array(obj, dtype=dtype, copy=copy))
 
 
 def asarray(obj: Any, dtype: Any = None) -> WrappedArray:
-    """``obj`` as a WrappedArray, sharing memory with it where numpy would."""
-    if isinstance(obj, WrappedValue) or _contains_wrapped(obj):
+    """``obj`` as a WrappedArray: ``obj`` itself if it is one, else a copy (as ``jnp.asarray``).
+
+    A raw ndarray is copied rather than shared: the program could write the
+    raw array by name, behind the WrappedArray's version number, and a
+    pullback reading the WrappedArray would then read the new values.
+    """
+    if holds_wrapped(obj):
         return array(obj, dtype, copy=False)
-    data = np.asarray(obj, dtype=dtype)
-    if not is_dense(data):
-        data = np.copy(data)
-    return WrappedArray(data)
+    return WrappedArray(np.array(obj, dtype=dtype, copy=True))
 
 
 def ignore_derivatives(x: Any) -> Any:

@@ -291,7 +291,7 @@ class CheckpointRule(Rule):
         # A recomputation that is not itself differentiated gets a tape of its own.
         token = STATE.set(STATE.get() if recording else None)
         try:
-            call = _Call(args, kw["mode"], copy_inputs=False)
+            call = _Call(args, kw["mode"])
             links = list(node.inputs[n_args:]) if recording else [None] * len(closed)
             bound = _bind(closed, call.tape, call.trace.bit, links)
             call.param_nodes.extend(b for _, _, b in bound)  # the sweep stops at them

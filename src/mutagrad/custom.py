@@ -28,7 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import ANS, STATE, BackwardPass, Node, Rule, VjpRule, capture
+from mutagrad.core.engine import (
+    ANS,
+    STATE,
+    BackwardPass,
+    Node,
+    Rule,
+    VjpRule,
+    capture,
+    owned_value,
+    refuse_complex,
+)
 from mutagrad.core.sites import user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.core.wrapped import (
@@ -123,7 +133,8 @@ class ClosureRule(Rule):
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         with refusing_writes_by(self.name):
-            y, back = self.rule(*guarded_arguments(args, raw), **unwrap(kwargs))
+            # The pullback closure may keep keyword arrays: it gets copies of them.
+            y, back = self.rule(*guarded_arguments(args, raw), **owned_value(kwargs))
         y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
@@ -134,7 +145,9 @@ class ClosureRule(Rule):
             if n is not None:
                 tag |= n.tag
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
-        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, user_site())
+        site = user_site()
+        refuse_complex(y.dtype, f"the rrule for {self.name}", site)
+        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, site)
         snapshot = trace.mode == "snapshot"
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [

@@ -154,7 +154,7 @@ def explain(
     """
     if STATE.get() is not None:
         raise MutagradError("explain cannot run inside a gradient call")
-    call = _Call(args, mode, copy_inputs=False)
+    call = _Call(args, mode)
     call.tape.journal = []
     gradient = None
     error: BaseException | None = None

@@ -172,7 +172,7 @@ def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
     Jacobians as :class:`Grads`, keyed by parameter.
     """
     params = implicit_parameters(f, args, "jacobian")
-    call = _Call(args if params is None else (), mode, copy_inputs=False, params=params)
+    call = _Call(args if params is None else (), mode, params=params)
     try:
         out = call.run(f)
         if params is not None:

@@ -803,7 +803,9 @@ def record(
             tag |= n.tag
             active |= 1 << i
     tape = trace.tape
-    node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, user_site(2))
+    site = user_site(2)
+    refuse_complex(result.dtype, rule.name, site)
+    node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, site)
     need, need_ans = rule.plan(active, len(raw))
     snapshot = trace.mode == "snapshot"
     saved: list[Any] = []
@@ -822,13 +824,54 @@ def record(
         elif kind is np.ndarray:
             saved.append(Meta(r.shape, r.dtype))
         else:
-            saved.append(r)
+            saved.append(owned_value(r))  # a shape list, an index tuple: the user may change it
     saved.append(None)
     node.saved = tuple(saved)
     if kwargs and rule.params:
-        node.kwargs = kwargs
+        node.kwargs = owned_value(kwargs)
     tape.nodes.append(node)
     return node, need_ans
+
+
+def owned_value(value: Any) -> Any:
+    """``value`` with every mutable array in it copied, for a pullback to read later.
+
+    A ``where=`` mask, an index array or a fill value reaches a rule as a raw
+    ndarray (or a WrappedArray that carries no gradient) that the program may
+    overwrite after the call, in any mode: nothing versions it for the rule,
+    so the engine keeps its own copy. Containers are rebuilt, so a list the
+    program appends to afterwards is not the one the pullback reads.
+    """
+    kind = type(value)
+    if kind is np.ndarray:
+        return value.copy()
+    if kind is list or kind is tuple:
+        return kind(owned_value(v) for v in value)
+    if kind is dict:
+        return {k: owned_value(v) for k, v in value.items()}
+    if hasattr(value, "_mutagrad_traced"):
+        data = value._data
+        return data.copy() if type(data) is np.ndarray else data
+    return value
+
+
+def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
+    """Refuse a complex value that carries a derivative: mutagrad differentiates real code only.
+
+    Real-to-complex derivatives need a convention (JAX's, PyTorch's) that no
+    rule here was written and tested for; without one, casts to real drop the
+    imaginary part and the gradient is silently wrong, so the first complex
+    traced value stops the call instead.
+    """
+    if dtype.kind == "c":
+        raise NotDifferentiableError(
+            f"{operation} made a complex value from a differentiated input, at\n"
+            f"{format_site(site)}\n"
+            "mutagrad differentiates real-valued numpy code only: complex intermediates are "
+            "refused rather than differentiated with an untested convention.\n"
+            "Fix: write the computation in real arithmetic (separate real and imaginary "
+            "parts), or pass mutagrad.ignore_derivatives(x) if no gradient should flow here."
+        )
 
 
 def save_output(node: Node, wrapped: Any, snapshot: bool) -> None:

@@ -33,6 +33,7 @@ from mutagrad.core.engine import (
     VjpRule,
     WriteRecord,
     record,
+    refuse_complex,
     save_output,
 )
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
@@ -45,10 +46,12 @@ from mutagrad.core.wrapped import (
     FROZEN,
     NONDIFFERENTIABLE,
     READONLY,
+    SHARED_INPUT,
     THAWED,
     UFUNC_RULES,
     WrappedArray,
     WrappedValue,
+    array_like,
     conversion_message,
     missing_rule_message,
     node_of,
@@ -104,6 +107,14 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
                 "ignore_derivatives or a dtype-changing x.view()); write to the original array"
             )
     flags = base._flags
+    if flags & SHARED_INPUT:
+        raise NotDifferentiableError(
+            f"{operation} on an argument whose array shares memory with another argument of "
+            f"the same gradient call, at\n{format_site(user_site())}\n"
+            "In numpy the write would show through the other argument too; mutagrad "
+            "differentiates each argument as an array of its own, so it refuses the write. "
+            "Pass copies (f(x, x.copy())), or pass the array once and take views of it in f."
+        )
     thawed = w._flags & THAWED
     if flags & FROZEN and not thawed:
         raise FrozenBufferError(
@@ -283,6 +294,9 @@ def commit(
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
         return
+    if value_node is not None and base._data.dtype.kind == "c":
+        refuse_complex(base._data.dtype, "a write of a differentiated value into a complex array",
+                       site if site is not None else user_site())  # fmt: skip
     tape = trace.tape
     if (
         old_node is None
@@ -333,6 +347,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
     key, basic = normalize_index(index)
+    value = array_like(value)  # y[:2] = [x[0], x[1]] keeps both gradients
     if isinstance(value, WrappedValue):
         raw_value = value._data
         value_node = node_of(value, trace.tape) if trace is not None else None
@@ -434,6 +449,7 @@ def write_in_place(
     trace = STATE.get()
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
+    inputs = tuple(array_like(a) for a in inputs)
     raw = []
     nodes: list[Node | None] = []
     for a in inputs:

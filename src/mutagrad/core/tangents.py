@@ -145,8 +145,19 @@ class Region:
         return int(np.prod(self.shape, dtype=np.int64)) == int(np.prod(base_shape, dtype=np.int64))
 
     def view_of(self, buffer: np.ndarray) -> np.ndarray:
-        """The region as a view of ``buffer`` (which must have the base's layout)."""
-        flat = buffer.ravel(order="K")
+        """The region as a view of ``buffer``, which must have the base's layout.
+
+        Offsets count elements in the base's memory order, so in a buffer of
+        another layout they would name other cells: that is refused here
+        rather than answered with the wrong cells (or, through a copying
+        ``ravel``, with writes that land in a temporary).
+        """
+        if not has_layout(buffer, self.layout):
+            raise AssertionError("Region.view_of needs a buffer in the region's layout")
+        return self._within(buffer.ravel(order="K"))
+
+    def _within(self, flat: np.ndarray) -> np.ndarray:
+        """The region as a view of ``flat``, the base's elements in memory order."""
         item = flat.itemsize
         return np.ndarray(
             self.shape,
@@ -158,7 +169,7 @@ class Region:
 
     def flat_indices(self, size: int) -> np.ndarray:
         """Memory-order element indices of the region, for overlapping scatters."""
-        return self.view_of(np.arange(size, dtype=np.intp))
+        return self._within(np.arange(size, dtype=np.intp))
 
 
 def describe_part(view: np.ndarray, base: np.ndarray) -> str:
@@ -299,15 +310,32 @@ class SparseCotangent:
                 buf[key] += value
             elif kind == FANCY:
                 np.add.at(buf, key, value)
-            elif key.overlapping:
-                np.add.at(buf.ravel(order="K"), key.flat_indices(buf.size), value)
+            elif has_layout(buf, key.layout):
+                _add_into_region(buf, key, value)
             else:
-                region = key.view_of(buf)
-                region += value
+                # Views of one array read before and after a write that changed
+                # its memory order, or a sparse cotangent whose buffer took its
+                # layout from an element read: the region's offsets name cells
+                # in the base's order, so add through a buffer in that order.
+                part = layout_buffer(buf.shape, buf.dtype, key.layout)
+                _add_into_region(part, key, value)
+                buf += part
         return buf
 
     def dense(self) -> np.ndarray:
         return self.add_to(layout_buffer(self.shape, self.dtype, self.layout))
+
+    def __repr__(self) -> str:
+        return f"SparseCotangent(shape={self.shape}, entries={len(self.entries)})"
+
+
+def _add_into_region(buf: np.ndarray, region: Region, value: Any) -> None:
+    """``buf[region] += value``; ``buf`` has the region's layout."""
+    if region.overlapping:
+        np.add.at(buf.ravel(order="K"), region.flat_indices(buf.size), value)
+    else:
+        part = region.view_of(buf)
+        part += value
 
 
 def _is_element_read(entry: tuple[int, Any, Any]) -> bool:
@@ -340,9 +368,6 @@ def _flush(run: list[tuple[int, Any, Any]], batched: list[tuple[int, Any, Any]])
     else:
         batched.extend(run)
     run.clear()
-
-    def __repr__(self) -> str:
-        return f"SparseCotangent(shape={self.shape}, entries={len(self.entries)})"
 
 
 def unbroadcast(c: Any, shape: tuple[int, ...]) -> Any:

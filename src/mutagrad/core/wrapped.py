@@ -47,6 +47,8 @@ from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConv
 # traced pullback), PINNED (a view whose node is fixed, not read from its base),
 # DETACHED (ignore_derivatives: reads carry no gradient), THAWED (the array
 # buf.copy() returned, and its views: ordinary arrays over a frozen Buffer).
+# SHARED_INPUT: an input of a gradient call whose caller's array shares memory
+# with another input's (writes to it are refused).
 BORROWED = 1
 BUFFER = 2
 FROZEN = 4
@@ -54,6 +56,7 @@ READONLY = 8
 PINNED = 16
 DETACHED = 32
 THAWED = 64
+SHARED_INPUT = 128
 
 # Rules, filled in by mutagrad.rules: ufunc (or (ufunc, method)) -> VjpRule;
 # numpy function -> adapter with numpy's signature; functions without derivative.
@@ -504,6 +507,8 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
     site = user_site_from(_getframe(2))
+    if result.dtype.kind == "c":
+        engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
     node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     # _saved_operand, inlined for the common cases: an array not read (its
@@ -551,6 +556,8 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     # 0x10001 is plan_key(1, 1): the operand is active.
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
     site = user_site_from(_getframe(2))  # as in _binary
+    if result.dtype.kind == "c":
+        engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
     snapshot = trace.mode == "snapshot"
     node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
@@ -737,6 +744,39 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+def holds_wrapped(value: Any) -> bool:
+    """Whether ``value`` is a WrappedValue or a (nested) list or tuple holding one."""
+    if isinstance(value, WrappedValue):
+        return True
+    kind = type(value)
+    return (kind is list or kind is tuple) and any(holds_wrapped(v) for v in value)
+
+
+def stack_sequence(value: Any, dtype: Any = None) -> Any:
+    """``np.array(value)`` for a nested list or tuple of traced values, stacked on the tape.
+
+    numpy would turn the traced elements into raw numbers (dropping their
+    gradient) or refuse them; stacking keeps the gradient of every element.
+    """
+    if isinstance(value, (list, tuple)):
+        parts = [stack_sequence(v, dtype) for v in value]
+        parts = [p if isinstance(p, WrappedValue) else wrap(np.asarray(p)) for p in parts]
+        stacked = np.stack(parts)
+        return stacked if dtype is None else stacked.astype(dtype)
+    if isinstance(value, WrappedValue):
+        return value.copy() if dtype is None else value.astype(dtype)
+    return np.asarray(value, dtype=dtype)
+
+
+def array_like(value: Any) -> Any:
+    """An array-like argument with its traced elements kept: a list or tuple holding
+    traced values becomes one traced array; anything else is returned as it is."""
+    kind = type(value)
+    if (kind is list or kind is tuple) and holds_wrapped(value):
+        return stack_sequence(value)
+    return value
+
+
 def _wrapped_arrays(values: Any) -> list[WrappedArray]:
     found = []
     for v in values:
@@ -806,6 +846,8 @@ def apply(
     raw = []
     nodes: list[Node | None] = []
     active = False
+    if any(type(a) is list or type(a) is tuple for a in args):
+        args = tuple(array_like(a) for a in args)
     for a in args:
         if isinstance(a, WrappedValue):
             raw.append(a._data)

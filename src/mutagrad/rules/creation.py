@@ -17,6 +17,7 @@ from mutagrad.core.wrapped import (
     WrappedValue,
     any_active,
     apply,
+    array_like,
     conversion_message,
     unwrap,
     wrap_constant,
@@ -64,6 +65,7 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
 
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
+    src = array_like(src)
     src_dtype = np.result_type(unwrap(src))
     if not np.can_cast(src_dtype, unwrap(dst).dtype, casting=casting):
         raise TypeError(

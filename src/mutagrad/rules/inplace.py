@@ -19,10 +19,12 @@ import numpy as np
 
 from mutagrad.core.mutation import assign, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
+from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,
     any_active,
+    array_like,
     conversion_message,
     unwrap,
 )
@@ -38,6 +40,34 @@ def _raw_target(name: str, a: Any, values: Any) -> bool:
     if any_active((values,)):
         raise TracerConversionError(conversion_message(f"{name} into a raw ndarray"))
     return True
+
+
+def _refuse_overlap(name: str, a: WrappedArray, values: Any) -> None:
+    """Refuse values that share memory with the array written.
+
+    numpy's ``place`` and ``fill_diagonal`` read such values while they write
+    them (unbuffered), so later positions may receive values written a moment
+    before; the tape records the write as reading the values first. Rather
+    than mirror numpy's element order, refuse, and say how to get numpy's
+    buffered meaning.
+    """
+    if not isinstance(values, WrappedValue) or type(values._data) is not np.ndarray:
+        return
+    if not np.may_share_memory(values._data, a._data):
+        return
+    try:
+        overlap = np.shares_memory(values._data, a._data, max_work=10_000)
+    except np.exceptions.TooHardError:
+        overlap = True
+    if overlap:
+        raise NotDifferentiableError(
+            f"{name} with values that share memory with the array it writes, at\n"
+            f"{format_site(user_site())}\n"
+            "numpy reads such values while it writes them, one element at a time, so a "
+            "value may already have been overwritten; mutagrad does not reproduce that "
+            "order. Pass a copy of the values (values.copy()) if the values as they were "
+            "before the call are meant, or write the elements one by one."
+        )
 
 
 def _cycled(values: Any, numbers: np.ndarray) -> Any:
@@ -64,6 +94,7 @@ def _value_count(values: Any) -> int:
 
 @implements(np.put)
 def put(a, ind, v, mode="raise"):
+    v = array_like(v)
     if _raw_target("np.put", a, v):
         return np.put(a, unwrap(ind), unwrap(v), mode=mode)
     indices = np.asarray(unwrap(ind))
@@ -76,8 +107,10 @@ def put(a, ind, v, mode="raise"):
 
 @implements(np.place)
 def place(arr, mask, vals):
+    vals = array_like(vals)
     if _raw_target("np.place", arr, vals):
         return np.place(arr, unwrap(mask), unwrap(vals))
+    _refuse_overlap("np.place", arr, vals)
     mask = np.asarray(unwrap(mask), dtype=bool)
     probe = np.full(arr.shape, -1, dtype=np.intp)
     count = int(mask.sum())
@@ -90,6 +123,7 @@ def place(arr, mask, vals):
 
 @implements(np.putmask)
 def putmask(a, mask, values):
+    values = array_like(values)
     if _raw_target("np.putmask", a, values):
         return np.putmask(a, unwrap(mask), unwrap(values))
     mask = np.broadcast_to(np.asarray(unwrap(mask), dtype=bool), a.shape)
@@ -102,8 +136,10 @@ def putmask(a, mask, values):
 
 @implements(np.fill_diagonal)
 def fill_diagonal(a, val, wrap=False):
+    val = array_like(val)
     if _raw_target("np.fill_diagonal", a, val):
         return np.fill_diagonal(a, unwrap(val), wrap=wrap)
+    _refuse_overlap("np.fill_diagonal", a, val)
     probe = np.full(a.shape, -1, dtype=np.intp)
     np.fill_diagonal(probe, np.iinfo(np.intp).max, wrap=wrap)  # numpy validates the shape
     positions = np.flatnonzero(probe.ravel() == np.iinfo(np.intp).max)
@@ -114,6 +150,7 @@ def fill_diagonal(a, val, wrap=False):
 
 @implements(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
+    values = array_like(values)
     if _raw_target("np.put_along_axis", arr, values):
         return np.put_along_axis(arr, unwrap(indices), unwrap(values), axis)
     if axis is None:
@@ -160,6 +197,7 @@ _AT_RULES = {
 def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices accumulate."""
     name = f"np.{ufunc.__name__}.at"
+    b = array_like(b)
     operands = (b,) if b is not None else ()
     if _raw_target(name, a, b):
         ufunc.at(a, unwrap(indices), *unwrap(operands))
