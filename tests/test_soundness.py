@@ -1,0 +1,424 @@
+"""Regression tests for the classes of silently wrong gradients found from outside.
+
+Each program is plain numpy. In every mode it must give numpy's value and the
+finite-difference gradient, or raise a MutagradError: never a wrong number.
+Where the outcome is known (the program must work, or must be refused), the
+test says which.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mutagrad
+from mutagrad.testing.finite_differences import numerical_gradient
+
+MODES = ("poison", "strict", "snapshot")
+RIGHT, REFUSED = "right", "refused"
+
+
+def outcome(f, *args, mode):
+    """``right`` or ``refused`` for ``f`` at ``args``; fails the test on a wrong number."""
+    expected = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        result = mutagrad.withgradient(f, *copies, mode=mode)
+        value, grads = result.val, result.grad
+    except mutagrad.MutagradError:
+        return REFUSED
+    for a, c in zip(args, copies):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, c, err_msg="the caller's array changed")
+    assert np.allclose(value, expected, rtol=1e-12, atol=1e-12), (value, expected)
+    fd = numerical_gradient(f, *args)
+    for g, d in zip(grads, fd):
+        g = np.zeros_like(d) if g is None else g
+        np.testing.assert_allclose(g, d, rtol=1e-5, atol=1e-6)
+    return RIGHT
+
+
+def check(f, *args, expect=None, modes=MODES):
+    for mode in modes:
+        got = outcome(f, *args, mode=mode)
+        want = expect.get(mode) if isinstance(expect, dict) else expect
+        if want is not None:
+            assert got == want, (mode, got)
+
+
+WRITES_REFUSED_IN_STRICT = {"poison": RIGHT, "strict": REFUSED, "snapshot": RIGHT}
+
+# -- 1. every object a pullback reads is owned by the engine ------------------------------
+
+
+def where_mask_written_after(x):
+    m = np.array([True, False, True])
+    s = np.sum(x, where=m)
+    m[:] = ~m
+    return s
+
+
+def derived_mask_flipped_with_out(x):
+    m = x > 1
+    s = np.sum(x * x, where=m)
+    np.logical_not(m, out=m)
+    return s
+
+
+def derived_mask_written_by_index(x):
+    m = x > 1
+    s = np.mean(x, where=m)
+    m[...] = True
+    return s
+
+
+def index_array_written_after(x):
+    i = np.array([0, 2])
+    y = np.take(x, i) * x[1]
+    i[0] = 1
+    return np.sum(y * y)
+
+
+def where_mask_of_prod_written_after(x):
+    m = np.array([True, True, False])
+    p = np.prod(x, where=m)
+    m[2] = True
+    return p
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        where_mask_written_after,
+        derived_mask_flipped_with_out,
+        derived_mask_written_by_index,
+        index_array_written_after,
+        where_mask_of_prod_written_after,
+    ],
+)
+def test_arrays_a_pullback_reads_are_copied_when_saved(f):
+    # A write to a raw mask is not a write to a traced array: every mode accepts it.
+    check(f, np.array([0.5, 2.0, 3.0]), expect={"poison": RIGHT, "snapshot": RIGHT})
+
+
+# -- 2. lists and tuples of traced values stored into arrays ---------------------------------
+
+
+def list_into_zeros(x):
+    y = np.zeros_like(x)
+    y[:2] = [x[0], x[1]]
+    return np.sum(y * y)
+
+
+def list_into_copy(x):
+    y = x * 1.0
+    y[:1] = [x[1]]
+    return np.sum(y * x)
+
+
+def tuple_into_slice(x):
+    y = np.zeros_like(x)
+    y[1:] = (x[0] * 2.0, x[2])
+    return np.sum(y * y)
+
+
+def nested_list_into_matrix(x):
+    y = np.zeros((2, 2))
+    y = y + x[0] * 0.0
+    y[:] = [[x[0], x[1]], [x[2], 1.0]]
+    return np.sum(y * y)
+
+
+def list_of_arrays(x):
+    y = np.zeros((2, 3)) + 0.0 * x
+    y[...] = [x, x * x]
+    return np.sum(y * y)
+
+
+def copyto_list(x):
+    y = x * 1.0
+    np.copyto(y, [x[1], x[0], x[2]])
+    return np.sum(y * y * np.arange(1.0, 4.0))
+
+
+def put_along_axis_list(x):
+    y = x * 1.0
+    np.put_along_axis(y, np.array([0, 2]), [x[1], x[1] * x[2]], axis=0)
+    return np.sum(y * y)
+
+
+def put_list(x):
+    y = x * 0.0
+    np.put(y, [0, 2], [x[2], x[0]])
+    return np.sum(y * np.arange(1.0, 4.0))
+
+
+def fill_list(x):
+    y = np.empty_like(x)
+    y.fill(x[1])
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        list_into_zeros,
+        list_into_copy,
+        tuple_into_slice,
+        nested_list_into_matrix,
+        list_of_arrays,
+        copyto_list,
+        put_along_axis_list,
+        put_list,
+        fill_list,
+    ],
+)
+def test_sequences_of_traced_values_keep_their_gradient(f):
+    check(f, np.array([0.5, 2.0, 3.0]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+# -- 3. in-place functions numpy runs unbuffered over overlapping memory ---------------------
+
+
+def place_from_itself(x):
+    y = x * 1.0
+    np.place(y, np.array([False, True, True, False]), y[:2])
+    return np.sum(y * np.arange(4.0))
+
+
+def fill_diagonal_from_itself(x):
+    y = x * 1.0
+    np.fill_diagonal(y, y.diagonal()[::-1])
+    return np.sum(y * np.arange(9.0).reshape(3, 3))
+
+
+def fill_diagonal_from_column(x):
+    y = x * 1.0
+    np.fill_diagonal(y, y[:, 0][::-1])
+    return np.sum(y * np.arange(9.0).reshape(3, 3))
+
+
+@pytest.mark.parametrize(
+    ("f", "x"),
+    [
+        (place_from_itself, np.array([1.0, 2.0, 3.0, 4.0])),
+        (fill_diagonal_from_itself, np.arange(1.0, 10.0).reshape(3, 3)),
+        (fill_diagonal_from_column, np.arange(1.0, 10.0).reshape(3, 3)),
+    ],
+)
+def test_overlapping_values_of_unbuffered_functions_are_refused(f, x):
+    check(f, x, expect=REFUSED)
+
+
+def place_from_copy(x):
+    y = x * 1.0
+    np.place(y, np.array([False, True, True, False]), y[:2].copy())
+    return np.sum(y * np.arange(4.0))
+
+
+def test_the_suggested_copy_of_overlapping_values_works():
+    check(place_from_copy, np.array([1.0, 2.0, 3.0, 4.0]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: np.copyto(y[1:], y[:-1]),
+        lambda y: y.__setitem__(slice(1, None), y[:-1]),
+        lambda y: y.__setitem__([1, 2, 3], y[0:3]),
+        lambda y: np.put(y, [1, 2, 3], y[0:3]),
+        lambda y: np.putmask(y, np.arange(5) > 0, y[::-1]),
+        lambda y: np.multiply(y[:-1], 2.0, out=y[1:]),
+        lambda y: np.add.at(y, [1, 1, 2], y[0:3]),
+    ],
+)
+def test_buffered_writes_of_overlapping_values_match_numpy(write):
+    def f(x):
+        y = x * 1.0
+        write(y)
+        return np.sum(y * y * np.arange(1.0, 6.0))
+
+    check(f, np.array([0.5, 1.0, 1.5, 2.0, 2.5]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+# -- 4. layouts: C, F, non-contiguous, negative strides ------------------------------------
+
+
+def transposed_product_row_and_element(x):
+    y = x.T * 1.0  # F-ordered, as numpy keeps the layout
+    return np.sum(y[0] * np.array([1.0, 10.0])) + y[1, 0] * 100.0
+
+
+def element_then_row(x):
+    y = x.T * 1.0
+    return y[1, 0] * 100.0 + np.sum(y[0] * np.array([1.0, 10.0])) + np.sum(y[:, 1] * 7.0)
+
+
+def fortran_copy_reads(x):
+    y = np.copy(x, order="F")
+    return y[0, 1] * 3.0 + np.sum(y[1] * np.array([5.0, 7.0])) + np.sum(y.T[0] ** 2)
+
+
+def written_then_read_fortran(x):
+    y = np.asfortranarray(x * 1.0) if False else np.copy(x, order="F")
+    y[0] = y[0] * 2.0
+    return y[1, 0] * 100.0 + np.sum(y[0] * np.array([1.0, 10.0]))
+
+
+def sorted_in_place_then_read(x):
+    y = x.T * 1.0
+    y.sort(axis=0)
+    return y[1, 0] * 100.0 + np.sum(y[0] * np.array([1.0, 10.0]))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        transposed_product_row_and_element,
+        element_then_row,
+        fortran_copy_reads,
+    ],
+)
+@pytest.mark.parametrize(
+    "layout",
+    [
+        lambda a: a,
+        np.asfortranarray,
+        lambda a: np.ascontiguousarray(a[::-1, ::-1])[::-1, ::-1],
+        lambda a: np.pad(a, 1)[1:-1, 1:-1],
+    ],
+)
+def test_reads_of_any_layout_put_gradients_in_the_right_cells(f, layout):
+    check(f, layout(np.array([[1.0, 2.0], [3.0, 4.0]])), expect=RIGHT)
+
+
+@pytest.mark.parametrize("f", [written_then_read_fortran, sorted_in_place_then_read])
+def test_writes_of_non_c_layouts_put_gradients_in_the_right_cells(f):
+    check(f, np.array([[1.0, 2.5], [3.0, 0.5]]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+# -- 5. complex values and non-float results are refused ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: np.sum(np.abs(x * 1j)),
+        lambda x: np.sum(np.abs(x * (1 + 1j))),
+        lambda x: np.real(np.sum(x * (1 + 0.2j))),
+        lambda x: np.sum(np.exp(1j * x).real),
+        lambda x: np.sum(x.astype(complex).real),
+        lambda x: np.sum(np.sqrt(x - 5.0 + 0j).imag),
+        lambda x: np.sum(x > 0),
+        lambda x: np.argmax(x),
+        lambda x: bool(np.sum(x) > 0),
+    ],
+)
+def test_complex_intermediates_and_non_float_results_are_refused(f):
+    for mode in MODES:
+        with pytest.raises(mutagrad.MutagradError):
+            mutagrad.gradient(f, np.array([1.0, 2.0]), mode=mode)
+
+
+def test_a_complex_constant_is_fine_when_no_derivative_flows_through_it():
+    def f(x):
+        phase = np.exp(1j * np.array([0.3, 0.4]))  # constant
+        return np.sum(x * np.abs(phase))
+
+    check(f, np.array([1.0, 2.0]), expect=RIGHT)
+
+
+def test_writing_a_traced_value_into_a_complex_array_is_refused():
+    def f(x):
+        z = np.zeros(2, dtype=complex) + 0 * x  # refused already here
+        z[0] = x[0]
+        return np.sum(np.abs(z))
+
+    for mode in MODES:
+        with pytest.raises(mutagrad.MutagradError):
+            mutagrad.gradient(f, np.array([1.0, 2.0]), mode=mode)
+
+
+# -- 6. memory that aliases the inputs ------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [3, 100_000])  # copied on entry / borrowed and fingerprinted
+@pytest.mark.parametrize(
+    "make_alias",
+    [
+        lambda a: a[:],
+        lambda a: a.reshape(-1)[::1],
+        lambda a: np.frombuffer(memoryview(a)),
+    ],
+)
+def test_a_write_through_a_view_made_before_the_call_is_never_silent(size, make_alias):
+    for mode in MODES:
+        a = np.linspace(1.0, 2.0, size)
+        original = a.copy()
+        alias = make_alias(a)
+
+        def f(x, alias=alias):
+            y = x * x
+            alias[0] = 100.0
+            return np.sum(y) + np.sum(x * x)
+
+        try:
+            (g,) = mutagrad.gradient(f, a, mode=mode)
+        except mutagrad.MutagradError:
+            continue
+        # Not refused: then the input was a private copy, and the gradient is that
+        # of f on the values passed in.
+        np.testing.assert_allclose(g, 4 * original)
+
+
+def test_a_permutation_through_an_outside_view_of_a_large_input_is_detected():
+    a = np.linspace(1.0, 2.0, 100_000)
+    alias = a[:]
+
+    def f(x):
+        alias[[0, 1]] = alias[[1, 0]]  # keeps the sum of the elements
+        return np.sum(x * x)
+
+    with pytest.raises(mutagrad.MutagradError, match="changed while f ran"):
+        mutagrad.gradient(f, a)
+    assert a.flags.writeable
+
+
+def test_the_raw_array_behind_asarray_cannot_change_a_saved_value():
+    raw = np.array([1.0, 2.0, 3.0])
+    w = mutagrad.asarray(raw)
+
+    def f(x):
+        y = x * w
+        raw[0] = 100.0  # not w's memory: asarray copied it
+        return np.sum(y)
+
+    for mode in MODES:
+        (g,) = mutagrad.gradient(f, np.ones(3), mode=mode)
+        np.testing.assert_array_equal(g, [1.0, 2.0, 3.0])
+        raw[0] = 1.0
+
+
+@pytest.mark.parametrize("size", [4, 100_000])
+def test_arguments_sharing_memory_refuse_writes_and_allow_reads(size):
+    base = np.linspace(1.0, 2.0, size + 2)
+
+    def reads(x, y):
+        return np.sum(x * y[: x.size])
+
+    result = mutagrad.withgradient(reads, base[:size], base[2:])
+    value, (gx, _) = result.val, result.grad
+    assert value == pytest.approx(reads(base[:size], base[2:]))
+    np.testing.assert_allclose(gx, base[2:][:size])
+
+    def writes(x, y):
+        y[0] = 5.0
+        return np.sum(x * x)
+
+    for mode in MODES:
+        with pytest.raises(mutagrad.MutagradError, match="shares memory"):
+            mutagrad.withgradient(writes, base[:size], base[2:], mode=mode)
+    x = np.array([1.0, 2.0])
+    with pytest.raises(mutagrad.MutagradError, match="shares memory"):
+        mutagrad.withgradient(writes, x, x)
+    np.testing.assert_array_equal(x, [1.0, 2.0])
