@@ -142,6 +142,7 @@ class _Call:
         "args",
         "borrow",
         "borrowed",
+        "watched",
         "frozen",
         "inputs",
         "leaves",
@@ -176,9 +177,10 @@ class _Call:
         self.trace = trace
         self.start = len(tape.nodes)
         self.frozen: list[np.ndarray] = []
-        # Large inputs sharing the caller's memory: (caller's array, input, fingerprint).
         self.borrow = borrow
-        self.borrowed: list[tuple[np.ndarray, WrappedArray, Any]] = []
+        self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
+        # Every array argument and its fingerprint on entry, checked when f returns.
+        self.watched: list[tuple[np.ndarray, Any]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -207,6 +209,11 @@ class _Call:
             # and a write through it would change the input behind its
             # version. The caller's array is also frozen for the call, so
             # that ``f`` writing it by name fails as it would change the input.
+            # Whichever way the input is made, a view of the caller's array made
+            # before the call (``v = a[:]``, a memoryview, ``np.frombuffer``)
+            # stays writable whatever flags are set here: a write through it
+            # during f is caught by the fingerprint check in :meth:`run`.
+            self.watched.append((x, fingerprint(x)))
             if self.borrow and x.nbytes > COPY_LIMIT and _borrowable(x):
                 w = self._borrow(x)
             else:
@@ -244,16 +251,16 @@ class _Call:
 
         Copying a large array costs more than the gradient of a cheap
         function (page faults on fresh memory), so its memory is shared. A
-        view of it made before the call stays writable, though: a
-        fingerprint taken now is checked when ``f`` returns (:meth:`run`),
-        so a write through such a view raises instead of changing the input
-        behind its version.
+        view of it made before the call stays writable, though: the
+        fingerprint check when ``f`` returns (:meth:`run`) makes a write
+        through such a view raise instead of changing the input behind its
+        version.
         """
         w = WrappedArray(x.view())  # made before x is frozen: stays writable
         w._flags = BORROWED
         w._views = []
         self._freeze(x)
-        self.borrowed.append((x, w, fingerprint(x)))
+        self.borrowed.append(w)
         return w
 
     def _bind_parameter(self, w: WrappedArray) -> Node:
@@ -310,15 +317,20 @@ class _Call:
             out = f(*self.args)
         finally:
             STATE.reset(token)
-        if self.borrowed:
-            self.check_borrowed()
+        if self.watched:
+            self.check_arguments_unchanged()
         return out
 
-    def check_borrowed(self) -> None:
-        """Raise if a borrowed input's memory changed behind its version during ``f``."""
-        for x, _, before in self.borrowed:
-            # Even after f's own first write moved the input to a copy, the
-            # captures taken before it still read the caller's memory.
+    def check_arguments_unchanged(self) -> None:
+        """Raise if a caller's array changed while ``f`` ran.
+
+        f's own writes go to the traced input (a copy, or a copy made on the
+        first write), never to the caller's array: a change there was made
+        through memory mutagrad does not see. For a borrowed input, captures
+        read that memory; for a copied one, numpy's f would have seen the
+        change. Either way the result would not be numpy's.
+        """
+        for x, before in self.watched:
             if fingerprint(x) != before:
                 raise NotDifferentiableError(
                     "an argument of the gradient call changed while f ran, through an array "
@@ -397,7 +409,7 @@ class _Call:
     def finish(self) -> None:
         if self.frozen:
             self.thaw()
-        for _, w, _ in self.borrowed:
+        for w in self.borrowed:
             if w._views:  # views of an input and the input point at each other:
                 w._views = []  # break the cycle, so that they are freed at once
         if self._rebound or self._claimed:
@@ -406,7 +418,7 @@ class _Call:
             self.tape.release()
 
 
-# Arrays up to this size are copied on entry; larger ones are borrowed and fingerprinted.
+# Array arguments up to this size are copied on entry; larger float64 ones are borrowed.
 COPY_LIMIT = 1 << 18
 
 
@@ -417,15 +429,19 @@ def _borrowable(x: np.ndarray) -> bool:
     )
 
 
-def fingerprint(a: np.ndarray) -> tuple[int, bytes]:
-    """A cheap, position-sensitive checksum of a dense float64 array's contents.
+def fingerprint(a: np.ndarray) -> Any:
+    """What :meth:`_Call.check_arguments_unchanged` compares: a's contents, or a checksum.
 
-    Two numbers: the wrapping sum of the elements' bit patterns (exact: any
+    Small arrays, and arrays of any dtype but float64, are compared exactly
+    (their bytes). A large float64 array gets a cheap position-sensitive
+    checksum instead: the wrapping sum of the elements' bit patterns (any
     change of one element changes it) and a dot product with fixed
     pseudo-random weights ``row_weight[i] * column_weight[j]`` over the
-    elements laid out as rows of 1024 (a permutation of the elements, which
-    keeps the sum, changes it). Two passes of vectorised arithmetic, no copy.
+    elements laid out as rows of 1024 (a permutation, which keeps the sum,
+    changes it). Two vectorised passes, no copy.
     """
+    if a.nbytes <= COPY_LIMIT or a.dtype != np.float64:
+        return a.tobytes(order="A")
     flat = a.ravel(order="K")
     bits = int(flat.view(np.uint64).sum(dtype=np.uint64))
     rows = flat.size // _ROW
