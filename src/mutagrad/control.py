@@ -14,8 +14,12 @@ of the node, bound during the recomputation as implicit parameters are.
 Recomputation is only right if the second run computes what the first did,
 so ``checkpointed`` refuses, with an error naming the problem:
 
-* a write by ``f`` to an array it did not create: watched WrappedArrays are
-  checked by version number; watched ndarrays are read-only while ``f`` runs;
+* a write by ``f`` to an array it did not create, naming the line: to an
+  argument (``f`` runs on arrays of its own holding the arguments' values,
+  so the caller would not see the write as it would in numpy) or to a
+  watched WrappedArray, both found by version number; to a watched ndarray
+  or an ndarray argument, both read-only while ``f`` runs; and a change to a
+  list or dict argument;
 * a read, inside ``f``, of a value that carries a gradient of the enclosing
   call and that the watch did not find (its gradient would be lost): ``f``
   runs on a nesting level of its own, and a value recorded there that
@@ -57,9 +61,10 @@ from mutagrad.core.engine import (
     Node,
     Rule,
     Trace,
+    WriteRecord,
     capture,
 )
-from mutagrad.core.sites import describe_site, user_site
+from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.tangents import is_dense
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -314,6 +319,23 @@ class CheckpointRule(Rule):
         finally:
             STATE.reset(token)
 
+    def poison_fixes(self, capture: Capture) -> list[list[str]] | None:
+        """Fixes for a poisoned guard: an array ``f`` reads from its closure, written later.
+
+        The recomputation reads that array itself, so snapshot mode cannot keep
+        its old value; as an argument it would be saved like any other. For a
+        poisoned argument the standard fixes apply (None).
+        """
+        kw = capture.node.kwargs
+        assert kw is not None
+        if not any(capture is guard for guard in kw["guards"]):
+            return None
+        return [[
+            f"pass that array to checkpointed as an argument, so that {kw['name']} does not read",
+            "it from its closure (checkpointed(lambda h, c: ..., h, c)), and run with",
+            'mode="snapshot": it copies an argument\'s old value before a write overwrites it.',
+        ]]  # fmt: skip
+
 
 CHECKPOINT_RULE = CheckpointRule("checkpointed")
 
@@ -426,7 +448,11 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     # Run f once, on a nesting level of its own on the same tape, to see what it does.
     segment = Trace(tape, trace.depth + 1, trace.mode, trace)
     start = len(tape.nodes)
-    journal_start = len(tape.journal) if tape.journal is not None else 0
+    # The segment's writes, to name the line of a refused one (explain may keep a journal).
+    own_journal = tape.journal is None
+    journal: list[tuple[int, WriteRecord]] = [] if own_journal else tape.journal
+    tape.journal = journal
+    journal_start = len(journal)
     segment_args = []
     for x in leaves:
         if isinstance(x, WrappedValue):
@@ -435,28 +461,44 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
             segment_args.append(_segment_wrapper(x, leaf_node))
         else:
             segment_args.append(x)
+    received = rebuild(segment_args)
+    argument_versions = [(w, w._version) for w in segment_args if isinstance(w, WrappedArray)]
     bound = _bind(closed, tape, segment.bit, [None] * len(closed))
-    read_only = _ReadOnly(raw)
+    # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
+    read_only = _ReadOnly(raw + [x for x in leaves if isinstance(x, np.ndarray)])
     token = STATE.set(segment)
     try:
-        out = f(*rebuild(segment_args))
+        out = f(*received)
     except ValueError as error:
         if "read-only" in str(error) and read_only.frozen:
-            raise MutagradError(_closure_write_message(name, site, "an ndarray")) from error
+            raise _write_refused(
+                name,
+                site,
+                "an ndarray that it did not create (an argument, or an array it closes over)",
+                innermost_user_site(error.__traceback__),
+            ) from error
         raise
     finally:
         STATE.reset(token)
         read_only.restore()
         _unbind(bound)
+        if own_journal:
+            tape.journal = None
+    writes = [record for _, record in journal[journal_start:]]
+    del journal[journal_start:]  # explain: the segment's writes leave with its nodes
     check_not_open_buffer(out, name)
     for w, version in zip(watched, versions):
         if w._version != version:
-            raise MutagradError(
-                _closure_write_message(name, site, f"a WrappedArray of shape {w.shape}")
-            )
+            what = f"a WrappedArray of shape {w.shape} that it did not create (it closes over it)"
+            raise _write_refused(name, site, what, _first_write_to(w, writes))
+    for w, version in argument_versions:
+        if w._version != version:
+            what = f"an array of shape {w.shape} that it did not create (its argument)"
+            raise _write_refused(name, site, what, _first_write_to(w, writes))
+    if not _same_structure(received, segment_args):
+        what = "a list, dict or object that it received as an argument"
+        raise _write_refused(name, site, what, None)
     recorded = tape.nodes[start:]
-    if tape.journal is not None:
-        del tape.journal[journal_start:]  # explain: the segment's writes left with its nodes
     enclosing = segment.bit - 1  # the bits of the levels around the segment
     for n in recorded:
         if n.tag & enclosing:
@@ -547,13 +589,30 @@ def _drop_segment(
     return guards
 
 
-def _closure_write_message(name: str, site: Any, what: str) -> str:
-    return (
-        f"checkpointed({name}) writes {what} that it did not create (one it closes over), "
-        f"called at\n    {describe_site(site)}\n"
-        "The backward pass runs the function again, and would then start from the changed "
-        "array, so the recomputed gradient would be wrong. Pass the array in as an argument "
-        "and return the new value instead, or do not checkpoint this function."
+def _first_write_to(array: WrappedArray, writes: list[WriteRecord]) -> Site | None:
+    """Where the first of ``writes`` that wrote ``array`` is in the user's code."""
+    return next((record.site for record in writes if record.array is array), None)
+
+
+def _same_structure(received: tuple[Any, ...], leaves: list[Any]) -> bool:
+    """Whether the arguments ``f`` received still hold exactly ``leaves``, in place."""
+    now, _ = flatten(received)
+    return len(now) == len(leaves) and all(a is b for a, b in zip(now, leaves))
+
+
+def _write_refused(name: str, site: Any, what: str, write_site: Site | None) -> MutagradError:
+    """The error for a write, inside a checkpointed function, to an array it did not create."""
+    where = f", at\n{format_site(write_site)}\n" if write_site is not None else " "
+    return MutagradError(
+        f"checkpointed({name}) writes {what}{where}in the call at\n{format_site(site)}\n"
+        f"checkpointed runs {name} a second time in the backward pass, from the values its "
+        f"arguments and closure had at the call, so {name} must leave them unchanged: "
+        "otherwise the second run starts from other values, or the caller does not see the "
+        f"write as it would in numpy (an argument's array is {name}'s own), and the value or "
+        "the gradient is wrong.\n"
+        f"Fixes: call {name} directly instead of through checkpointed, which keeps the write; "
+        f"or change {name} so that it writes only arrays it creates (a copy it makes) and "
+        "returns what the caller needs."
     )
 
 

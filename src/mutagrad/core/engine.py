@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import re
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -41,7 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.sites import Site, format_site, site_line, source_line, user_site
+from mutagrad.core.sites import (
+    Site,
+    format_site,
+    rewrite_with_copy,
+    site_line,
+    source_line,
+    user_site,
+)
 from mutagrad.core.tangents import (
     ZERO,
     Meta,
@@ -302,24 +308,15 @@ class Capture:
         return self.data
 
 
-_WRITE_TARGET = re.compile(
-    r"^\s*(?:[\w.]+\s*=\s*)?"  # an optional assignment of the call's result
-    r"(?:np\.\w+(?:\.at)?\(\s*)?"  # np.copyto(x, ...), np.add.at(x, ...)
-    r"([A-Za-z_]\w*)\s*(?:\[|\.\w+\(|[-+*/@%&|^]?=|\*\*=|//=|,|\))"
-)
-
-
-def _written_name(write: WriteRecord) -> str | None:
-    """The variable a write's source line writes into, when the line makes that plain."""
-    text = source_line(write.site)
-    out = re.search(r"out\s*=\s*\(?\s*([A-Za-z_]\w*)", text)
-    if out:
-        return out.group(1)
-    match = _WRITE_TARGET.match(text)
-    return match.group(1) if match and match.group(1) != "np" else None
-
-
 def poison_message(capture: Capture) -> str:
+    """The text of the PoisonedCaptureError raised on reading ``capture``.
+
+    It names the operation that saved the value and the write that replaced
+    it (sites, source text, regions, versions), then fixes that keep what the
+    program computes (see :func:`_poison_fixes`). A rule may offer fixes of
+    its own with a ``poison_fixes(capture)`` method, returning None where the
+    standard ones apply.
+    """
     write = capture.poisoned_by
     assert write is not None
     node = capture.node
@@ -340,23 +337,90 @@ def poison_message(capture: Capture) -> str:
     capture_text, write_text = source_line(node.site), source_line(write.site)
     if capture_text and write_text:
         lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
-    name = _written_name(write)
-    line = site_line(write.site)
-    if name and line is not None:
-        fix = (
-            f"insert `{name} = {name}.copy()` just before line {line}, so the write goes to a copy"
-        )
-    else:
-        fix = "copy the array before the write, so the write goes to a copy"
-    lines += [
-        "",
-        "Smallest fix:",
-        f"  - {fix}",
-        f"    and the {capture.data.nbytes} bytes {node.rule.name} saved keep their value;",
-        '  - or run with mode="snapshot", which makes exactly that copy, only where a pullback',
-        "    still needs it (its cost shows in withgradient(...).bytes_copied).",
+    rule_fixes = getattr(node.rule, "poison_fixes", None)
+    fixes = rule_fixes(capture) if rule_fixes is not None else None
+    if fixes is None:
+        fixes = _poison_fixes(capture)
+    items = [("  - " if k == 0 else "  - or, ") + "\n    ".join(fix) for k, fix in enumerate(fixes)]
+    return "\n".join([*lines, "", "Fixes that keep what the program computes:", *items])
+
+
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _poison_fixes(capture: Capture) -> list[list[str]]:
+    """Fixes for a poisoned capture that never change what the program computes.
+
+    Snapshot mode first, unless a closure holds the value; then handing the
+    operation a copy at the capture site (:func:`_copy_fix`). A copy just
+    before the write is never offered: other names and views of the array
+    would stop seeing the write, which changes the program.
+    """
+    fixes = []
+    if not capture.closure:
+        fixes.append([
+            'run with mode="snapshot": just before a write overwrites a value that a pullback',
+            "still needs, it copies that value (the cost shows in withgradient(...).bytes_copied);",
+        ])  # fmt: skip
+    copy_fix = _copy_fix(capture)
+    if copy_fix is not None:
+        fixes.append(copy_fix)
+    return fixes
+
+
+def _copy_fix(capture: Capture) -> list[str] | None:
+    """Hand the operation that saved ``capture`` a copy, at the line where it did.
+
+    It computes the same value from the copy, and what it saves is then an
+    array that no other name or view can reach, so no later write can
+    overwrite it. The rewritten line is spelled out when
+    :func:`rewrite_with_copy` is certain which expression gave the saved
+    array. Otherwise the fix is described in words for a saved argument, and
+    not offered for a saved result (the operation may have written it into an
+    existing array, ``out=``, where no copy helps), nor where a Python number
+    came in that place in another run of the line (it has no ``.copy()``).
+    """
+    node = capture.node
+    name = node.rule.name
+    if isinstance(node.rule, VjpRule):
+        positions = tuple(i for i, saved in enumerate(node.saved) if saved is capture)
+        result = positions == (len(node.saved) - 1,)
+        if not result and not _arrays_at_every_execution(node, positions):
+            return None
+        data = capture.data
+        copy = ".copy()" if data.ndim <= 1 or data.flags.c_contiguous else '.copy(order="K")'
+        arguments = None if result else positions
+        rewrite = rewrite_with_copy(node.site, name, len(node.inputs), arguments, copy)
+        if rewrite is not None:
+            line, before, after = rewrite
+            return [
+                f"give {name} a copy of what it saves: the values stay the same, and no later",
+                "write can reach the copy:",
+                f"  line {line}: `{before}`",
+                f"  becomes: `{after}`",
+            ]
+        if result:
+            return None
+    return [
+        f"at line {site_line(node.site)}, pass {name} a copy of the array it saved (`a.copy()` "
+        "in place of the",
+        "argument `a` that holds it): the values stay the same, and no later write can reach "
+        "the copy.",
     ]
-    return "\n".join(lines)
+
+
+def _arrays_at_every_execution(node: Node, positions: tuple[int, ...]) -> bool:
+    """Whether every recorded run of ``node``'s operation passed arrays at ``positions``.
+
+    A loop may pass a Python number the first time round (``acc = 1.0``) and
+    an array later; ``acc.copy()`` would fail on the number.
+    """
+    for other in node.tape.nodes:
+        if other.rule is node.rule and other.site == node.site:
+            saved = other.saved
+            if any(i < len(saved) and type(saved[i]) in _PYTHON_NUMBERS for i in positions):
+                return False
+    return True
 
 
 class Rule:
