@@ -177,6 +177,23 @@ def test_sequences_of_traced_values_keep_their_gradient(f):
     check(f, np.array([0.5, 2.0, 3.0]), expect=WRITES_REFUSED_IN_STRICT)
 
 
+def test_a_sequence_of_views_of_the_array_written_is_refused():
+    # numpy stores it row by row: both rows end up equal to the old x[1].
+    def swap_rows(x):
+        y = x * 1.0
+        y[:2] = [y[1], y[0]]
+        return np.sum(y * np.arange(6.0).reshape(3, 2))
+
+    check(swap_rows, np.arange(1.0, 7.0).reshape(3, 2), expect=REFUSED)
+
+    def swap_rows_stacked(x):
+        y = x * 1.0
+        y[:2] = np.stack([y[1], y[0]])
+        return np.sum(y * np.arange(6.0).reshape(3, 2))
+
+    check(swap_rows_stacked, np.arange(1.0, 7.0).reshape(3, 2), expect=WRITES_REFUSED_IN_STRICT)
+
+
 # -- 3. in-place functions numpy runs unbuffered over overlapping memory ---------------------
 
 

@@ -53,8 +53,10 @@ from mutagrad.core.wrapped import (
     WrappedValue,
     array_like,
     conversion_message,
+    holds_wrapped,
     missing_rule_message,
     node_of,
+    stack_sequence,
     truncates,
     unwrap,
 )
@@ -347,7 +349,9 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
     key, basic = normalize_index(index)
-    value = array_like(value)  # y[:2] = [x[0], x[1]] keeps both gradients
+    if type(value) in (list, tuple) and holds_wrapped(value):
+        _refuse_sequence_of_views(w, value, operation)
+        value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
     if isinstance(value, WrappedValue):
         raw_value = value._data
         value_node = node_of(value, trace.tape) if trace is not None else None
@@ -396,6 +400,38 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     base._version += 1
     if trace is not None:
         commit(base, place, value_node, trace, kind, index_out, winners, write.site, element)
+
+
+def _sequence_leaves(value: Any) -> Any:
+    for v in value:
+        if type(v) in (list, tuple):
+            yield from _sequence_leaves(v)
+        else:
+            yield v
+
+
+def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> None:
+    """Refuse ``w[k] = [a, b]`` where ``a`` or ``b`` is a view of ``w``'s memory.
+
+    numpy stores a sequence element by element, reading each element only
+    when it gets to it (``x[:2] = [x[1], x[0]]`` leaves both rows equal to the
+    old ``x[1]``); the tape would record the values as read before the write.
+    """
+    data = (w._base if w._base is not None else w)._data
+    for leaf in _sequence_leaves(value):
+        if (
+            isinstance(leaf, WrappedValue)
+            and type(leaf._data) is np.ndarray
+            and _overlaps(leaf._data, data)
+        ):
+            raise NotDifferentiableError(
+                f"{operation} of a list or tuple holding a view of the array written, at\n"
+                f"{format_site(user_site())}\n"
+                "numpy stores such a sequence one element at a time, so a later element may "
+                "read values an earlier one has just overwritten; mutagrad does not reproduce "
+                "that order. Store np.stack([...]) (the values as they were before the write) "
+                "or write the elements one statement at a time."
+            )
 
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
