@@ -42,6 +42,7 @@ from mutagrad.errors import (
     PoisonedCaptureError,
     SnapshotUnavailableError,
     TracerConversionError,
+    UnsupportedAttributeError,
 )
 from mutagrad.explain import Explanation, explain
 from mutagrad.higher import (
@@ -72,6 +73,7 @@ __all__ = [
     "Pullback",
     "SnapshotUnavailableError",
     "TracerConversionError",
+    "UnsupportedAttributeError",
     "WithGradient",
     "WithJacobian",
     "WrappedArray",

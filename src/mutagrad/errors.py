@@ -13,7 +13,8 @@ code (file:line), and how to fix it.
     ├── FrozenBufferError        a write to a Buffer after buffer.copy()
     ├── TracerConversionError    a traced value turned into a raw ndarray/float
     ├── MissingRuleError         a numpy function with no derivative rule
-    └── NotDifferentiableError   a construct mutagrad refuses to differentiate
+    ├── NotDifferentiableError   a construct mutagrad refuses to differentiate
+    └── UnsupportedAttributeError  an ndarray attribute or method a traced array refuses
 """
 
 from __future__ import annotations
@@ -49,3 +50,13 @@ class MissingRuleError(MutagradError, NotImplementedError):
 
 class NotDifferentiableError(MutagradError):
     """The program asks for a derivative mutagrad cannot compute correctly."""
+
+
+class UnsupportedAttributeError(MutagradError, AttributeError):
+    """An ``ndarray`` attribute or method that a WrappedArray refuses, named in the message.
+
+    Refused attributes would hand out raw memory (writes through it would
+    bypass the version counter) or change an array's memory layout behind the
+    tape. It is also an ``AttributeError``, so code that probes arrays with
+    ``hasattr`` or ``getattr(x, name, default)`` sees a missing attribute.
+    """

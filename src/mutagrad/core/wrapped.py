@@ -18,12 +18,14 @@ view records a VIEW_READ node from it (cached until the next write).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import inspect
 import operator
 from collections.abc import Iterator
 from contextvars import ContextVar
 from sys import _getframe
+from types import GenericAlias
 from typing import Any
 
 import numpy as np
@@ -104,9 +106,18 @@ class WrappedValue:
     def shape(self) -> tuple[int, ...]:
         return self._data.shape
 
+    @shape.setter
+    def shape(self, shape: Any) -> None:
+        # numpy reshapes in place, without copying: the same memory, a new view of it.
+        _methods.set_shape(self, shape)
+
     @property
     def dtype(self) -> np.dtype:
         return self._data.dtype
+
+    @dtype.setter
+    def dtype(self, dtype: Any) -> None:
+        raise _methods.set_attribute_refused("dtype", "x = x.view(dtype), or x.astype(dtype)")
 
     @property
     def ndim(self) -> int:
@@ -127,6 +138,12 @@ class WrappedValue:
     @property
     def strides(self) -> tuple[int, ...]:
         return self._data.strides
+
+    @strides.setter
+    def strides(self, strides: Any) -> None:
+        raise _methods.set_attribute_refused(
+            "strides", "build the view by slicing, reshape, transpose or np.broadcast_to"
+        )
 
     @property
     def flags(self) -> Any:
@@ -154,9 +171,40 @@ class WrappedValue:
     def real(self) -> WrappedArray:
         return np.real(self)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        _methods.set_part(self, "real", value)
+
+    @property
+    def imag(self) -> Any:
+        return _methods.imag(self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        _methods.set_part(self, "imag", value)
+
     @property
     def flat(self) -> Any:
         raise NotDifferentiableError("x.flat is not supported on traced arrays; use x.ravel()")
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        raise _methods.set_attribute_refused(
+            "flat", "x[...] = np.resize(value, x.shape) (numpy's x.flat = value cycles the values)"
+        )
+
+    @property
+    def data(self) -> memoryview:
+        """A read-only memoryview of a constant's data (a traced value is refused)."""
+        return _methods.exported(self, "x.data").data
+
+    @data.setter
+    def data(self, buffer: Any) -> None:
+        raise _methods.set_attribute_refused("data", "write the values: x[...] = new_values")
+
+    @property
+    def device(self) -> str:
+        return self._data.device
 
     def __repr__(self) -> str:
         name = type(self).__name__
@@ -265,11 +313,18 @@ class WrappedValue:
         raise MissingRuleError(missing_rule_message(function_name(func)))
 
     # -- methods ---------------------------------------------------------------
+    #
+    # Every public attribute of np.ndarray is here (or refused by __getattr__),
+    # with the ndarray method's parameters, passed on to the numpy function of
+    # the same name; np._NoValue marks a keyword the caller did not give, as in
+    # numpy's own functions. core/ndarray_methods.py holds the ones that take more.
 
     def copy(self, order: str = "C") -> WrappedArray:
         return np.copy(self, order=order)
 
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True):
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True):  # fmt: skip
+        # subok: a WrappedArray has no subclass to keep or drop.
         return _shape_rules.astype(self, dtype, order=order, casting=casting, copy=copy)
 
     def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
@@ -282,7 +337,13 @@ class WrappedValue:
             axes = axes[0]
         return np.transpose(self, axes or None)
 
-    def view(self, dtype: Any = None) -> WrappedArray:
+    def view(self, dtype: Any = None, type: Any = None) -> Any:
+        if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+            dtype, type = None, dtype  # x.view(np.ndarray): numpy reads a class as type=
+        if type is not None:
+            # An ndarray (subclass) view of the memory is an export: read-only, of a constant.
+            raw = _methods.exported(self, "x.view(type=...)")
+            return raw.view(type) if dtype is None else raw.view(dtype, type)
         return _shape_rules.view(self, dtype)
 
     def ravel(self, order: str = "C") -> WrappedArray:
@@ -294,34 +355,45 @@ class WrappedValue:
     def squeeze(self, axis: Any = None) -> WrappedArray:
         return np.squeeze(self, axis=axis)
 
-    def swapaxes(self, axis1: int, axis2: int) -> WrappedArray:
+    def swapaxes(self, axis1: int, axis2: int, /) -> WrappedArray:
         return np.swapaxes(self, axis1, axis2)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> WrappedArray:
         return np.diagonal(self, offset, axis1, axis2)
 
-    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
-        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+            initial: Any = np._NoValue, where: Any = np._NoValue):  # fmt: skip
+        return np.sum(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                      where=where)  # fmt: skip
 
-    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
-        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    def mean(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             *, where: Any = np._NoValue):  # fmt: skip
+        return np.mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
-    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False):
-        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+    def prod(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             initial: Any = np._NoValue, where: Any = np._NoValue):  # fmt: skip
+        return np.prod(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                       where=where)  # fmt: skip
 
-    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False):
-        return np.max(self, axis=axis, out=out, keepdims=keepdims)
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            initial: Any = np._NoValue, where: Any = np._NoValue):  # fmt: skip
+        return np.max(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
 
-    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False):
-        return np.min(self, axis=axis, out=out, keepdims=keepdims)
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False,
+            initial: Any = np._NoValue, where: Any = np._NoValue):  # fmt: skip
+        return np.min(self, axis=axis, out=out, keepdims=keepdims, initial=initial, where=where)
 
     def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-            keepdims: bool = False):  # fmt: skip
-        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+            keepdims: bool = False, *, where: Any = np._NoValue,
+            mean: Any = np._NoValue):  # fmt: skip
+        return np.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                      where=where, mean=mean)  # fmt: skip
 
     def std(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-            keepdims: bool = False):  # fmt: skip
-        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+            keepdims: bool = False, *, where: Any = np._NoValue,
+            mean: Any = np._NoValue):  # fmt: skip
+        return np.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
+                      where=where, mean=mean)  # fmt: skip
 
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None):
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
@@ -332,34 +404,50 @@ class WrappedValue:
     def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any):
         return np.clip(self, min, max, out=out, **kwargs)
 
-    def dot(self, other: Any, out: Any = None) -> WrappedArray:
+    def dot(self, other: Any, /, out: Any = None) -> WrappedArray:
         return np.dot(self, other, out=out)
 
-    def argmax(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+    def argmax(self, axis: Any = None, out: Any = None, *, keepdims: bool = False):
         return np.argmax(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argmin(self, axis: Any = None, out: Any = None, keepdims: bool = False):
+    def argmin(self, axis: Any = None, out: Any = None, *, keepdims: bool = False):
         return np.argmin(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argsort(self, axis: int = -1, kind: Any = None, order: Any = None) -> Any:
-        return np.argsort(self, axis=axis, kind=kind, order=order)
+    def argsort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
+                stable: Any = None) -> Any:  # fmt: skip
+        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+    def argpartition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
+                     order: Any = None) -> Any:  # fmt: skip
+        return np.argpartition(self, kth, axis=axis, kind=kind, order=order)
+
+    def searchsorted(self, v: Any, /, side: str = "left", sorter: Any = None) -> Any:
+        return np.searchsorted(self, v, side=side, sorter=sorter)
 
     def nonzero(self) -> Any:
         return np.nonzero(self)
 
-    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return np.any(self, axis=axis, out=out, keepdims=keepdims)
+    def compress(self, condition: Any, /, axis: Any = None, out: Any = None) -> Any:
+        return np.compress(condition, self, axis=axis, out=out)
 
-    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-        return np.all(self, axis=axis, out=out, keepdims=keepdims)
+    def choose(self, choices: Any, /, out: Any = None, mode: str = "raise") -> Any:
+        return np.choose(self, choices, out=out, mode=mode)
+
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *,
+            where: Any = np._NoValue) -> Any:  # fmt: skip
+        return np.any(self, axis=axis, out=out, keepdims=keepdims, where=where)
+
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False, *,
+            where: Any = np._NoValue) -> Any:  # fmt: skip
+        return np.all(self, axis=axis, out=out, keepdims=keepdims, where=where)
 
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         return np.round(self, decimals=decimals, out=out)
 
-    def repeat(self, repeats: Any, axis: Any = None) -> WrappedArray:
+    def repeat(self, repeats: Any, /, axis: Any = None) -> WrappedArray:
         return np.repeat(self, repeats, axis=axis)
 
-    def take(self, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise"):
+    def take(self, indices: Any, /, axis: Any = None, out: Any = None, mode: str = "raise"):
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
@@ -368,6 +456,54 @@ class WrappedValue:
 
     def conj(self) -> WrappedArray:
         return np.conjugate(self)
+
+    def conjugate(self) -> WrappedArray:
+        return np.conjugate(self)
+
+    def byteswap(self, inplace: bool = False) -> Any:
+        return _methods.byteswap(self, inplace)
+
+    def getfield(self, dtype: Any, offset: int = 0) -> Any:
+        return _methods.getfield(self, dtype, offset)
+
+    # Exports of the data: refused for a traced value, read-only otherwise.
+
+    def tobytes(self, order: str = "C") -> bytes:
+        return _methods.exported(self, "x.tobytes()").tobytes(order)
+
+    def tofile(self, fid: Any, /, sep: str = "", format: str = "%s") -> None:
+        _methods.exported(self, "x.tofile()").tofile(fid, sep=sep, format=format)
+
+    def dump(self, file: Any) -> None:
+        _methods.exported(self, "x.dump()").dump(file)
+
+    def dumps(self) -> bytes:
+        return _methods.exported(self, "x.dumps()").dumps()
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
+        self._data.to_device(device, stream=stream)  # numpy's check: only "cpu" exists
+        return self
+
+    def __array_namespace__(self, *, api_version: Any = None) -> Any:
+        # The array API namespace of a WrappedArray is numpy itself: its functions
+        # reach the array through __array_function__ and __array_ufunc__.
+        return self._data.__array_namespace__(api_version=api_version)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(self._data, format_spec)  # f"{loss:.3f}", as for a numpy value
+
+    def __rdivmod__(self, other: Any) -> Any:
+        return np.divmod(other, self)
+
+    __class_getitem__ = classmethod(GenericAlias)  # WrappedArray[...] in annotations
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached for a name the class does not define (and when a property raises
+        # AttributeError, so refused attributes such as x.ctypes live here, not in
+        # properties). Optional dunders that numpy, copy and pickle probe for
+        # (__array_interface__, __array_struct__, __setstate__) must look absent:
+        # a plain AttributeError.
+        raise _methods.missing_attribute(self, name)
 
 
 class WrappedArray(WrappedValue):
@@ -394,14 +530,44 @@ class WrappedArray(WrappedValue):
     def __setitem__(self, index: Any, value: Any) -> None:
         _mutation.setitem(self, index, value)
 
+    def __delitem__(self, index: Any) -> None:
+        raise ValueError("cannot delete array elements")  # numpy's answer
+
+    def __contains__(self, value: Any) -> bool:
+        # numpy's (x == value).any(): a comparison, which carries no gradient.
+        return bool(np.any(self == value))
+
     def fill(self, value: Any) -> None:
         _mutation.assign(self, Ellipsis, value, "fill")
 
-    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
+             stable: Any = None) -> None:  # fmt: skip
+        # stable= only orders equal elements among themselves: the sorted values,
+        # and their gradient, are the same either way.
         _inplace.sort_in_place(self, axis=axis, kind=kind, order=order)
 
-    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+    def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
+                  order: Any = None) -> None:  # fmt: skip
+        _methods.partition_in_place(self, kth, axis, kind, order)
+
+    def put(self, indices: Any, values: Any, /, mode: str = "raise") -> None:
         _inplace.put(self, indices, values, mode=mode)
+
+    def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None:
+        _methods.setfield(self, val, dtype, offset)
+
+    def setflags(self, *, write: Any = None, align: Any = None, uic: Any = None) -> None:
+        _methods.setflags(self, write, align, uic)
+
+    def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
+        raise _methods.resize_refused()
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:  # fmt: skip
+        return _methods.dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()
 
 
 class WrappedScalar(WrappedValue):
@@ -1012,6 +1178,7 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
 # The mutation machinery and the rule modules import this module, so they are
 # bound after the classes exist (not inside the hot methods that use them).
 from mutagrad.core import mutation as _mutation  # noqa: E402
+from mutagrad.core import ndarray_methods as _methods  # noqa: E402
 from mutagrad.rules import indexing as _indexing  # noqa: E402
 from mutagrad.rules import inplace as _inplace  # noqa: E402
 from mutagrad.rules import shape as _shape_rules  # noqa: E402

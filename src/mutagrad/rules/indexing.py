@@ -39,6 +39,10 @@ def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
     if isinstance(k, (int, np.integer)):
         return (int(k),), True
     arr = np.array(k)  # a private copy: the pullback reads the index later
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(k, np.ndarray):
+        # An empty list is float64 to np.array, but numpy indexes with it as with
+        # an empty integer array (an empty float *array* stays an error).
+        arr = arr.astype(np.intp)
     if arr.dtype == bool:
         if arr.ndim == 0:
             return (bool(arr),), False

@@ -7,7 +7,8 @@ same operations in the same order (so the values are numpy's, bit for bit):
 replace NaNs by the reduction's neutral value (``np.where``, whose pullback
 sends nothing to the replaced elements), then reduce with the rules of
 mutagrad.rules.reductions and cumulative. An all-NaN group gives NaN, with
-numpy's warning; no gradient flows from it.
+numpy's warning (nanmax and nanmin with ``initial=`` give the initial value, as
+numpy does); no gradient flows from it. ``where=`` is passed to the reductions.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def _keepdims(keepdims):
     return {} if keepdims is _NoValue else {"keepdims": keepdims}
 
 
-def _refuse_where(name, where):
-    if where is not _NoValue:
-        raise NotImplementedError(f"np.{name}(..., where=) is not supported on traced arrays")
+def _given(**options):
+    """The keyword arguments the caller gave (numpy marks the others with ``np._NoValue``)."""
+    return {k: v for k, v in options.items() if v is not _NoValue}
 
 
 def _as(value, dtype):
@@ -47,20 +48,18 @@ def _as(value, dtype):
 @implements(np.nansum)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue,
            where=_NoValue):  # fmt: skip
-    _refuse_where("nansum", where)
     a, _ = _replace_nan(a, 0)
-    extra = {} if initial is _NoValue else {"initial": initial}
-    total = np.sum(a, axis=axis, dtype=dtype, **_keepdims(keepdims), **extra)
+    extra = _given(keepdims=keepdims, initial=initial, where=where)
+    total = np.sum(a, axis=axis, dtype=dtype, **extra)
     return assign_out(total, out, "np.nansum")
 
 
 @implements(np.nanprod)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=_NoValue, initial=_NoValue,
             where=_NoValue):  # fmt: skip
-    _refuse_where("nanprod", where)
     a, _ = _replace_nan(a, 1)
-    extra = {} if initial is _NoValue else {"initial": initial}
-    product = np.prod(a, axis=axis, dtype=dtype, **_keepdims(keepdims), **extra)
+    extra = _given(keepdims=keepdims, initial=initial, where=where)
+    product = np.prod(a, axis=axis, dtype=dtype, **extra)
     return assign_out(product, out, "np.nanprod")
 
 
@@ -78,11 +77,12 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 def _extremum(name, reduce, fill):
     def adapter(a, axis=None, out=None, keepdims=_NoValue, initial=_NoValue, where=_NoValue):
-        _refuse_where(name, where)
-        extra = {} if initial is _NoValue else {"initial": initial}
+        extra = _given(keepdims=keepdims, initial=initial, where=where)
         arr, mask = _replace_nan(a, fill)
-        result = reduce(arr, axis=axis, **_keepdims(keepdims), **extra)
-        if mask is not None:
+        result = reduce(arr, axis=axis, **extra)
+        # numpy reduces with np.fmax/np.fmin, which skip NaNs: a group of NaNs
+        # only is NaN, unless initial= gives it a value (where= needs initial=).
+        if mask is not None and initial is _NoValue:
             all_nan = np.all(mask, axis=axis, **_keepdims(keepdims))
             if np.any(all_nan):
                 warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=2)
@@ -99,12 +99,12 @@ implements(np.nanmin)(_extremum("nanmin", np.min, np.inf))
 
 @implements(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoValue):
-    _refuse_where("nanmean", where)
     arr, mask = _replace_nan(a, 0)
+    extra = _given(keepdims=keepdims, where=where)
     if mask is None:
-        return np.mean(arr, axis=axis, dtype=dtype, out=out, **_keepdims(keepdims))
-    count = np.sum(~mask, axis=axis, dtype=np.intp, **_keepdims(keepdims))
-    total = np.sum(arr, axis=axis, dtype=dtype, **_keepdims(keepdims))
+        return np.mean(arr, axis=axis, dtype=dtype, out=out, **extra)
+    count = np.sum(~mask, axis=axis, dtype=np.intp, **extra)
+    total = np.sum(arr, axis=axis, dtype=dtype, **extra)
     empty = count == 0
     # Dividing by a count of 1 where it is 0 keeps the pullback finite; the value there
     # is NaN, as numpy's 0 / 0.
@@ -118,22 +118,27 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NoValue, *, where=_NoV
 @implements(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NoValue, *, where=_NoValue,
            mean=_NoValue, correction=_NoValue):  # fmt: skip
-    _refuse_where("nanvar", where)
-    if mean is not _NoValue:
-        raise NotImplementedError("np.nanvar(..., mean=) is not supported on traced arrays")
     if correction is not _NoValue:
         ddof = correction
     arr, mask = _replace_nan(a, 0)
+    selected = _given(where=where)
     if mask is None:
-        variance = np.var(arr, axis=axis, dtype=dtype, ddof=ddof, **_keepdims(keepdims))
+        variance = np.var(arr, axis=axis, dtype=dtype, ddof=ddof, **_keepdims(keepdims),
+                          **selected, **_given(mean=mean))  # fmt: skip
         return assign_out(variance, out, "np.nanvar")
-    count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=True)
-    total = np.sum(arr, axis=axis, dtype=dtype, keepdims=True)
-    # Empty groups and dof <= 0 give NaN, as in numpy; dividing by 1 there instead keeps
-    # the pullback finite.
-    average = _as(total / np.where(count == 0, 1, count), np.result_type(total))
-    deviation = np.where(mask, 0, arr - average)
-    squares = np.sum(deviation * deviation, axis=axis, dtype=dtype, **_keepdims(keepdims))
+    count = np.sum(~mask, axis=axis, dtype=np.intp, keepdims=True, **selected)
+    if mean is _NoValue:
+        total = np.sum(arr, axis=axis, dtype=dtype, keepdims=True, **selected)
+        # Empty groups and dof <= 0 give NaN, as in numpy; dividing by 1 there instead
+        # keeps the pullback finite.
+        average = _as(total / np.where(count == 0, 1, count), np.result_type(total))
+    else:
+        average = mean
+    # numpy subtracts into arr itself (a given float64 mean leaves float32 deviations).
+    # Elements where= leaves out get a deviation too, but the sum skips them.
+    deviation = np.where(mask, 0, _as(arr - average, np.result_type(arr)))
+    squares = np.sum(deviation * deviation, axis=axis, dtype=dtype, **_keepdims(keepdims),
+                     **selected)  # fmt: skip
     if np.ndim(squares) < np.ndim(count):
         count = np.squeeze(count, axis)
     dof = count - ddof

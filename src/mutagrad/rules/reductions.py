@@ -46,8 +46,12 @@ def _count(shape: tuple[int, ...], axis) -> int:
     return math.prod(shape[a] for a in reduced_axes(axis, len(shape)))
 
 
+def _is_mask(where) -> bool:
+    return where is not _NoValue and where is not None
+
+
 def _masked(g, where):
-    return g if where is _NoValue or where is None else np.where(where, g, 0.0)
+    return np.where(where, g, 0.0) if _is_mask(where) else g
 
 
 def _sum_vjp(g, ans, x, axis=None, keepdims=False, where=_NoValue, **_):
@@ -75,20 +79,26 @@ def _prod_of_others(x, axis):
     return np.transpose(others, np.argsort(kept + list(axes)))
 
 
-def _prod_vjp(g, ans, x, axis=None, keepdims=False, initial=_NoValue, **_):
+def _prod_vjp(g, ans, x, axis=None, keepdims=False, initial=_NoValue, where=_NoValue, **_):
+    if _is_mask(where):
+        # numpy leaves the masked-out elements out of the product: as factors
+        # of 1 they change nothing, and they get no gradient (below).
+        x = np.where(where, x, 1)
     g = expand(g, x.shape, axis, keepdims)
     if not np.any(x == 0):
-        return g * expand(ans, x.shape, axis, keepdims) / x
+        return _masked(g * expand(ans, x.shape, axis, keepdims) / x, where)
     others = _prod_of_others(x, axis)
     if initial is not _NoValue and initial is not None:
         # numpy multiplies initial= into every product; ans / x above includes
         # it already, the product of the other elements does not.
         others = others * initial
-    return g * others
+    return _masked(g * others, where)
 
 
-def _extremum_vjp(g, ans, x, axis=None, keepdims=False, **_):
+def _extremum_vjp(g, ans, x, axis=None, keepdims=False, where=_NoValue, **_):
     hit = x == expand(ans, x.shape, axis, keepdims)
+    if _is_mask(where):
+        hit = hit & where  # a masked-out element equal to the result did not produce it
     # With initial=, a group may have no element equal to the result (the
     # initial value won): its count is 0 and its gradient is 0, not 0/0 = nan.
     count = np.maximum(np.sum(hit, axis=axis, keepdims=True), 1)
@@ -166,18 +176,14 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
-    if where is not _NoValue:
-        raise NotImplementedError("np.prod(..., where=) is not supported on traced arrays")
-    kw = _options(dtype=dtype, initial=initial)
+    kw = _options(dtype=dtype, initial=initial, where=where)
     result = apply(PROD, (a,), {"axis": axis, "keepdims": keepdims, **kw})
     return assign_out(result, out, "np.prod")
 
 
 def _extremum(rule, name):
     def adapter(a, axis=None, out=None, keepdims=False, initial=_NoValue, where=_NoValue):
-        if where is not _NoValue:
-            raise NotImplementedError(f"np.{name}(..., where=) is not supported on traced arrays")
-        kw = _options(initial=initial)
+        kw = _options(initial=initial, where=where)
         result = apply(rule, (a,), {"axis": axis, "keepdims": keepdims, **kw})
         return assign_out(result, out, f"np.{name}")
 
@@ -188,17 +194,33 @@ implements(np.max, np.amax)(_extremum(MAX, "max"))
 implements(np.min, np.amin)(_extremum(MIN, "min"))
 
 
+def _group_sizes(shape, axis, keepdims, where):
+    """How many elements each group of a reduction holds: those ``where`` selects, if given."""
+    if not _is_mask(where):
+        return _count(shape, axis)
+    selected = np.broadcast_to(unwrap(where), shape)
+    return np.sum(selected, axis=axis, dtype=np.intp, keepdims=keepdims)
+
+
 @implements(np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NoValue,
         mean=_NoValue, correction=_NoValue):  # fmt: skip
-    if where is not _NoValue or mean is not _NoValue:
-        raise NotImplementedError("np.var(..., where=/mean=) is not supported on traced arrays")
     if correction is not _NoValue:
         ddof = correction
-    centred = a - np.mean(a, axis=axis, dtype=dtype, keepdims=True)
-    total = np.sum(centred * centred, axis=axis, dtype=dtype, keepdims=keepdims)
-    count = _count(np.shape(a), axis)
-    return assign_out(total / max(count - ddof, 0), out, "np.var")
+    mask = {"where": unwrap(where)} if _is_mask(where) else {}
+    if mean is _NoValue or mean is None:
+        mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True, **mask)
+    centred = a - mean
+    total = np.sum(centred * centred, axis=axis, dtype=dtype, keepdims=keepdims, **mask)
+    count = _group_sizes(np.shape(a), axis, keepdims, where)
+    if not mask:
+        return assign_out(total / max(count - ddof, 0), out, "np.var")
+    variance = total / np.maximum(count - ddof, 0)
+    if variance.dtype != total.dtype:
+        # numpy divides by the intp counts into the sum itself (casting="unsafe"):
+        # a float32 variance stays float32.
+        variance = variance.astype(total.dtype)
+    return assign_out(variance, out, "np.var")
 
 
 @implements(np.std)
@@ -206,10 +228,17 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_No
         mean=_NoValue, correction=_NoValue):  # fmt: skip
     variance = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
                    mean=mean, correction=correction)  # fmt: skip
-    if _count(np.shape(a), axis) == 1 and np.all(variance == 0):
-        # Groups of one element: the variance is identically 0 (with zero
-        # gradient), and so is the std. sqrt's vjp would give 0 * inf = nan.
-        return assign_out(variance, out, "np.std")
+    sizes = _group_sizes(np.shape(a), axis, keepdims, where)
+    if (mean is _NoValue or mean is None) and np.any(sizes == 1):
+        # A group of one (selected) element has a variance identically 0, so its
+        # std is 0 with gradient 0, where sqrt's vjp would give 0 * inf = nan.
+        # (With mean= given the variance is not constant there.)
+        alone = (sizes == 1) & (variance == 0)
+        if np.all(alone):
+            return assign_out(variance, out, "np.std")
+        if np.any(alone):
+            root = np.sqrt(np.where(alone, 1.0, variance))
+            return assign_out(np.where(alone, variance, root), out, "np.std")
     return assign_out(np.sqrt(variance), out, "np.std")
 
 
