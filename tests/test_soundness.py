@@ -447,3 +447,22 @@ def test_arguments_sharing_memory_refuse_writes_and_allow_reads(size):
     with pytest.raises(mutagrad.MutagradError, match="shares memory"):
         mutagrad.withgradient(writes, x, x)
     np.testing.assert_array_equal(x, [1.0, 2.0])
+
+
+# -- no internal exception passes for numpy's own --------------------------------------------
+
+
+def test_an_internal_failure_where_numpy_works_becomes_a_mutagrad_error(monkeypatch):
+    from mutagrad.core import wrapped
+
+    def broken_rule(*args, **kwargs):
+        raise TypeError("an internal bug")
+
+    monkeypatch.setitem(wrapped.FUNCTION_RULES, np.cumsum, broken_rule)
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"(?s)np\.cumsum.*internal bug"):
+        mutagrad.gradient(lambda x: np.sum(np.cumsum(x)), np.ones(3))
+
+
+def test_numpy_s_own_errors_propagate_unchanged():
+    with pytest.raises(ValueError, match="cannot reshape"):
+        mutagrad.gradient(lambda x: np.sum(np.reshape(x, (5,))), np.ones(3))

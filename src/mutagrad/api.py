@@ -142,7 +142,6 @@ class _Call:
         "args",
         "borrow",
         "borrowed",
-        "watched",
         "frozen",
         "inputs",
         "leaves",
@@ -153,6 +152,7 @@ class _Call:
         "start",
         "tape",
         "trace",
+        "watched",
     )
 
     def __init__(

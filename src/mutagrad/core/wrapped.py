@@ -41,7 +41,12 @@ from mutagrad.core.sites import (
     user_site_from,
 )
 from mutagrad.core.tangents import Meta
-from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
+from mutagrad.errors import (
+    MissingRuleError,
+    MutagradError,
+    NotDifferentiableError,
+    TracerConversionError,
+)
 
 # Flags. On a base: BORROWED (memory is the caller's; copy before the first
 # write), BUFFER (a mutagrad.Buffer: writable even in strict mode), FROZEN (a
@@ -302,14 +307,21 @@ class WrappedValue:
         raise MissingRuleError(missing_rule_message(f"np.{name}"))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        adapter = FUNCTION_RULES.get(func)
-        if adapter is not None:
-            return adapter(*args, **kwargs)
-        if func in NONDIFFERENTIABLE or not (any_active(args) or any_active(kwargs.values())):
-            return call_without_derivative(func, args, kwargs)
-        impl = getattr(func, "_implementation", None)
-        if impl is not None and inspect.isfunction(impl):
-            return trace_through(func, impl, args, kwargs)
+        try:
+            adapter = FUNCTION_RULES.get(func)
+            if adapter is not None:
+                return adapter(*args, **kwargs)
+            if func in NONDIFFERENTIABLE or not (
+                any_active(args) or any_active(kwargs.values())
+            ):
+                return call_without_derivative(func, args, kwargs)
+            impl = getattr(func, "_implementation", None)
+            if impl is not None and inspect.isfunction(impl):
+                return trace_through(func, impl, args, kwargs)
+        except MutagradError:
+            raise
+        except Exception as error:
+            raise_as_numpy_would(function_name(func), func, args, kwargs, error)
         raise MissingRuleError(missing_rule_message(function_name(func)))
 
     # -- methods ---------------------------------------------------------------
@@ -1106,6 +1118,29 @@ engine.make_traced_handle = traced_handle
 
 # ---------------------------------------------------------------------------
 # Messages and tracing through numpy's own Python implementations.
+
+
+def raise_as_numpy_would(
+    name: str, func: Any, args: Any, kwargs: dict[str, Any], error: Exception
+) -> None:
+    """Re-raise ``error``, raised while ``func`` ran on traced arrays, as numpy would.
+
+    If numpy raises too on the same call with plain copies of the data (a
+    wrong shape, a bad keyword), the error is the program's: it propagates as
+    it is. Otherwise mutagrad failed where numpy works, which must never pass
+    for numpy's own error: it becomes a MutagradError naming the function.
+    """
+    try:
+        func(*engine.owned_value(unwrap(tuple(args))), **engine.owned_value(unwrap(kwargs)))
+    except Exception:
+        raise error from None
+    raise NotDifferentiableError(
+        f"mutagrad could not run {name} on traced arrays, at\n"
+        f"    {describe_site(user_site())}\n"
+        f"(numpy runs it; mutagrad failed with {type(error).__name__}: {error}).\n"
+        "Fixes: register a rule for it (mutagrad.defvjp / mutagrad.rrule), or, if no "
+        "gradient should flow through it, pass mutagrad.ignore_derivatives(x)."
+    ) from error
 
 
 def function_name(func: Any) -> str:
