@@ -13,6 +13,11 @@ Built on :mod:`hypothesis.extra.numpy`:
   and in-place writes. A drawn :class:`Program` has ``.fn`` (runs on plain
   ndarrays and on traced arrays alike and returns a scalar), ``.args``,
   ``.source`` (readable Python to paste into a bug report) and ``.mutates``.
+* :func:`fuzz_programs` – programs of the differential fuzzer's much larger
+  grammar (:mod:`mutagrad.testing.fuzz`: masks and index arrays mutated
+  after use, Python lists of traced values, overlapping in-place functions,
+  layouts, dtypes, aliasing, checkpointed blocks), to judge with
+  :func:`mutagrad.testing.fuzz.judge`.
 
 Programs are built from smooth operations only (sin, cos, tanh, products,
 sums), so central finite differences are an accurate reference. Their
@@ -32,11 +37,14 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from mutagrad.testing import fuzz
+
 __all__ = [
     "Program",
     "basic_indices",
     "broadcastable_shapes",
     "float_arrays",
+    "fuzz_programs",
     "indices",
     "programs",
 ]
@@ -306,3 +314,25 @@ def programs(
     exec(compile(source, "<mutagrad program>", "exec"), namespace)
     mutates = any(c.writes for c in choices)
     return Program(source, args, mutates, namespace["program"])
+
+
+@st.composite
+def fuzz_programs(draw: st.DrawFn, max_statements: int = 10) -> fuzz.FuzzProgram:
+    """A program of the differential fuzzer's grammar (see :mod:`mutagrad.testing.fuzz`).
+
+    Draws a :class:`~mutagrad.testing.fuzz.Blueprint` and renders it. Every
+    statement is one drawn tuple, so hypothesis shrinks a failing program by
+    deleting statements, and towards one argument, the first shape and the
+    simplest choice of each statement.
+    """
+    choice = st.integers(0, fuzz.CHOICE_RANGE - 1)
+    step = st.tuples(st.integers(0, len(fuzz.STEP_KINDS) - 1), *[choice] * fuzz.CHOICES_PER_STEP)
+    values = st.integers(0, len(fuzz.VALUE_GRID) - 1)
+    blueprint = fuzz.Blueprint(
+        setup=draw(st.integers(0, len(fuzz.SETUPS) - 1)),
+        shape=draw(st.integers(0, len(fuzz.SHAPES) - 1)),
+        steps=tuple(draw(st.lists(step, min_size=1, max_size=max_statements))),
+        ending=draw(st.integers(0, fuzz.ENDING_COUNT - 1)),
+        values=tuple(draw(st.lists(values, min_size=fuzz.VALUE_COUNT, max_size=fuzz.VALUE_COUNT))),
+    )
+    return fuzz.render(blueprint)

@@ -1,0 +1,347 @@
+"""The differential fuzzer: mutagrad passes it, its oracle catches planted bugs, its grammar
+reaches every bug class it was built for, and its command line reports what it finds.
+
+The property runs without hypothesis' shrinking phase: judging a program takes
+milliseconds, but shrinking a failure could take minutes. A failure instead
+reports the program minimised by :func:`mutagrad.testing.fuzz.minimise`.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+
+import numpy as np
+import pytest
+from hypothesis import Phase, given, settings
+
+import mutagrad
+from mutagrad.testing import fuzz
+from mutagrad.testing.fuzz import (
+    SETUPS,
+    STEP_KINDS,
+    Blueprint,
+    FuzzProgram,
+    Outcome,
+    generate,
+    judge,
+    minimise,
+    render,
+)
+from mutagrad.testing.strategies import fuzz_programs
+
+NO_SHRINKING = [Phase.explicit, Phase.reuse, Phase.generate]
+
+
+@settings(max_examples=max(400, settings.default.max_examples), phases=NO_SHRINKING)
+@given(fuzz_programs())
+def test_no_program_gets_a_silently_wrong_gradient_or_a_crash(program):
+    verdict = judge(program)
+    if verdict.findings:
+        first = verdict.findings[0]
+        small = judge(minimise(program, first.mode))
+        details = "\n".join(f"  {r.mode}: {r.outcome.value} {r.detail}" for r in small.results)
+        pytest.fail(f"{first.outcome.value} in {first.mode}:\n{small.program}\n{details}")
+
+
+# -- the oracle --------------------------------------------------------------
+
+
+def program(source: str, *inputs, sources=None, **fields) -> FuzzProgram:
+    inputs = tuple(np.array(x, dtype=float) for x in inputs)
+    if sources is None:
+        sources = tuple(range(len(inputs)))
+    return FuzzProgram(source, inputs, sources, **fields)
+
+
+SMOOTH = program("def f(x):\n    return np.sum(np.sin(x) * x)", [0.3, -1.2, 2.1])
+WRITES = program(
+    "def f(x):\n    y = x * 1.0\n    y[0] = np.cos(y[1])\n    return np.sum(y * y)",
+    [0.3, -1.2, 2.1],
+)
+
+
+def outcomes(verdict) -> dict[str, Outcome]:
+    return {r.mode: r.outcome for r in verdict.results}
+
+
+def test_a_smooth_pure_program_is_right_in_every_mode():
+    verdict = judge(SMOOTH)
+    assert verdict.discarded is None
+    assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
+
+
+def test_a_mutagrad_error_is_a_refusal_naming_the_error():
+    verdict = judge(WRITES)
+    strict = verdict.results[0]
+    assert (strict.mode, strict.outcome) == ("strict", Outcome.REFUSED)
+    assert strict.detail.startswith("MutationError: ")
+    assert verdict.outcome("snapshot") is Outcome.RIGHT
+
+
+def with_gradient_replaced(monkeypatch, replacement):
+    """Make the oracle call ``replacement(real_withgradient, f, *args, mode=...)``."""
+    real = mutagrad.withgradient
+    monkeypatch.setattr(
+        mutagrad, "withgradient", lambda f, *args, mode: replacement(real, f, *args, mode=mode)
+    )
+
+
+def test_a_planted_wrong_gradient_is_wrong(monkeypatch):
+    def doubled(real, f, *args, mode):
+        result = real(f, *args, mode=mode)
+        return result._replace(grad=tuple(2 * g for g in result.grad))
+
+    with_gradient_replaced(monkeypatch, doubled)
+    verdict = judge(SMOOTH)
+    assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.WRONG)
+    assert verdict.results[0].detail.startswith("gradient of a0: ")
+
+
+def test_a_gradient_that_only_the_program_gets_wrong_is_wrong():
+    # Under tracing the first factor carries no derivative: the value is
+    # right, the gradient half of the truth.
+    source = "def f(x):\n    return np.sum(mutagrad.ignore_derivatives(x) * x)"
+    verdict = judge(program(source, [0.3, -1.2, 2.1]))
+    assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.WRONG)
+
+
+def test_a_planted_wrong_value_is_wrong():
+    source = (
+        "def f(x):\n"
+        "    shift = 1.0 if mutagrad.is_traced(x) else 0.0\n"
+        "    return np.sum(x * x) + shift"
+    )
+    verdict = judge(program(source, [0.3, -1.2]))
+    assert {r.outcome for r in verdict.results} == {Outcome.WRONG}
+    assert verdict.results[0].detail.startswith("value 2.53")
+
+
+def test_any_other_exception_is_a_crash_with_its_place(monkeypatch):
+    def broken(real, f, *args, mode):
+        raise KeyError("lost")
+
+    with_gradient_replaced(monkeypatch, broken)
+    verdict = judge(SMOOTH, modes=("poison",))
+    (result,) = verdict.results
+    assert result.outcome is Outcome.CRASH
+    assert result.detail.startswith("KeyError: 'lost' (at ")
+    assert verdict.findings == (result,)
+
+
+def test_a_changed_or_read_only_caller_array_is_wrong(monkeypatch):
+    def scribbles(real, f, *args, mode):
+        result = real(f, *args, mode=mode)
+        args[0][0] = 7.0
+        return result
+
+    with_gradient_replaced(monkeypatch, scribbles)
+    assert judge(SMOOTH, modes=("poison",)).results[0].detail.startswith("the caller's a0 changed")
+
+    def freezes(real, f, *args, mode):
+        result = real(f, *args, mode=mode)
+        args[0].flags.writeable = False
+        return result
+
+    with_gradient_replaced(monkeypatch, freezes)
+    assert (
+        judge(SMOOTH, modes=("poison",)).results[0].detail == "the caller's a0 was left read-only"
+    )
+
+
+def test_a_write_through_a_view_made_outside_is_compared_with_what_numpy_did(monkeypatch):
+    source = (
+        "def make(a0):\n"
+        "    outside = a0[::2]\n"
+        "    def f(x):\n"
+        "        s = np.sum(x * x)\n"
+        "        outside[0] = 100.0\n"
+        "        return s\n"
+        "    return f, (a0,)"
+    )
+
+    def what_numpy_does(real, f, *args, mode):
+        value = f(*[a.copy() for a in args])
+        args[0][0] = 100.0  # the write through the outside view
+        return real(lambda x: np.sum(x * x), *[a.copy() for a in args], mode=mode)._replace(
+            val=value, grad=(2 * np.array([0.3, -1.2, 2.1]),)
+        )
+
+    with_gradient_replaced(monkeypatch, what_numpy_does)
+    flagged = program(source, [0.3, -1.2, 2.1], writes_caller_memory=True)
+    assert judge(flagged, modes=("poison",)).results[0].outcome is Outcome.RIGHT
+    unflagged = program(source, [0.3, -1.2, 2.1])
+    assert judge(unflagged, modes=("poison",)).results[0].detail.startswith("the caller's a0")
+
+
+def test_gradients_of_overlapping_arguments_are_summed_where_they_look(monkeypatch):
+    # f(a[:3], a[1:]) = sum(a[i] * a[i + 1]): d/da[i] = a[i - 1] + a[i + 1].
+    source = (
+        "def make(a0):\n"
+        "    def f(x, y):\n"
+        "        return np.sum(x * y)\n"
+        "    return f, (a0[:3], a0[1:])"
+    )
+    overlapping = program(source, [0.3, -1.2, 2.1, 0.7], sources=(0, 0))
+
+    def exact(real, f, x, y, mode):
+        return real(lambda x, y: np.sum(x * y), x.copy(), y.copy(), mode=mode)
+
+    def swapped(real, f, x, y, mode):
+        result = exact(real, f, x, y, mode=mode)
+        return result._replace(grad=result.grad[::-1])
+
+    with_gradient_replaced(monkeypatch, exact)
+    assert judge(overlapping, modes=("poison",)).results[0].outcome is Outcome.RIGHT
+    with_gradient_replaced(monkeypatch, swapped)
+    assert judge(overlapping, modes=("poison",)).results[0].outcome is Outcome.WRONG
+
+
+def test_float32_programs_are_judged_with_a_looser_tolerance():
+    source = (
+        "def make(a0):\n"
+        "    def f(x):\n"
+        "        return np.sum(np.sin(x) * x)\n"
+        "    return f, (a0.astype(np.float32),)"
+    )
+    verdict = judge(program(source, [0.3, -1.2, 2.1], low_precision=True))
+    assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
+
+
+def test_programs_numpy_rejects_or_that_are_not_smooth_are_discarded():
+    rejected = judge(program("def f(x):\n    return np.sum(x[7])", [0.3, 1.2]))
+    assert rejected.discarded.startswith("numpy raised IndexError")
+    assert rejected.results == ()
+    at_a_jump = judge(program("def f(x):\n    return np.sum(x * (x > 0.3))", [0.3, 1.2]))
+    assert at_a_jump.discarded.startswith("not smooth at the input")
+
+
+def test_the_reproduction_script_runs_the_program(capsys):
+    source = "def make(a0):\n    def f(x):\n        return np.sum(x * x)\n    return f, (a0[::-1],)"
+    for drawn in (WRITES, program(source, [0.5, 2.0])):
+        exec(compile(drawn.script("snapshot"), "<script>", "exec"), {})
+        assert capsys.readouterr().out.startswith("WithGradient(val=np.float64(")
+
+
+def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
+    def fails_on_cos(real, f, *args, mode):
+        if "cos" in f.__code__.co_names:
+            raise RuntimeError("cos")
+        return real(f, *args, mode=mode)
+
+    with_gradient_replaced(monkeypatch, fails_on_cos)
+    rng = random.Random(0)
+    drawn = next(
+        p
+        for p in (generate(rng) for _ in range(500))
+        if "np.cos(" in p.source and len(p.blueprint.steps) >= 6 and not judge(p).discarded
+    )
+    small = minimise(drawn, "poison")
+    assert "np.cos(" in small.source
+    assert len(small.blueprint.steps) < len(drawn.blueprint.steps)
+    assert judge(small, modes=("poison",)).results[0].detail.startswith("RuntimeError: cos")
+
+
+# -- the grammar -------------------------------------------------------------
+
+
+def sample(count: int, seed: int = 0) -> list[FuzzProgram]:
+    rng = random.Random(seed)
+    return [generate(rng) for _ in range(count)]
+
+
+def test_generation_is_determined_by_the_random_state():
+    assert [p.source for p in sample(20, seed=5)] == [p.source for p in sample(20, seed=5)]
+    assert [p.source for p in sample(20, seed=5)] != [p.source for p in sample(20, seed=6)]
+
+
+def test_the_simplest_blueprint_renders_to_a_program_numpy_runs():
+    simplest = render(Blueprint(0, 0, ((0,) * (fuzz.CHOICES_PER_STEP + 1),), 0, (0,) * 18))
+    assert simplest.source.startswith("def f(x):")
+    assert judge(simplest).discarded is None
+
+
+def test_every_setup_and_statement_kind_is_drawn_and_numpy_runs_most_programs():
+    programs = sample(1500, seed=1)
+    tags = {tag for p in programs for tag in p.tags}
+    assert set(SETUPS) <= tags
+    assert set(STEP_KINDS) <= tags
+    discarded = sum(judge(p, modes=()).discarded is not None for p in programs[:300])
+    assert discarded < 15
+
+
+# Each bug class the fuzzer was built to reach, as a pattern its sources match.
+BUG_CLASSES = {
+    "a mask read by where= and mutated after use": (
+        r"where=(m\d+)[\s\S]*\n\s+"
+        r"(\1\[|np\.logical_not\(\1|np\.invert\(\1|\1 \^=|\1\.fill)"
+    ),
+    "an index array used and mutated after use": (
+        r"\[(k\d+)\][\s\S]*\n\s+(\1\[|\1\.sort\(|\1\.fill\()"
+    ),
+    "a constant read by a pullback and mutated after use": (
+        r"(c\d+) = np\.(array|full|linspace)[\s\S]*\* \1[\s\S]*\n\s+"
+        r"(\1\[|\1 \*=|\1\.fill|np\.negative\(\1)"
+    ),
+    "a Python list of traced scalars written": r"\] = \[\w+\[",
+    "a tuple of traced scalars written": r"\] = \(\w+\[",
+    "a list of rows written": r"\[:2\] = \[\w+\[1\], \w+\[0\]\]",
+    "np.put_along_axis with a list": r"np\.put_along_axis\(\w+, np\.array\(.*\), \[",
+    "np.copyto with a list": r"np\.copyto\(\w+(\[0\])?, \[",
+    "np.place from the array it writes": r"np\.place\((\w+), m\d+, \1",
+    "np.fill_diagonal from the array it writes": r"np\.fill_diagonal\((\w+), \1",
+    "np.putmask from the array it writes": r"np\.putmask\((\w+), .*, \1",
+    "np.put from the array it writes": r"np\.put\((\w+), .*, \1",
+    "np.copyto between overlapping parts": r"np\.copyto\((\w+)\[1:\], \1\[:-1\]\)",
+    "an out= that aliases an input": r"np\.\w+\((\w+)\[:-1\], \1\[1:\], out=\1\[1:\]\)",
+    "ufunc.at": r"np\.(add|subtract|multiply)\.at\(",
+    "a row and an element of an F-ordered array": (
+        r"(t\d+) = \w+\.T \* 1\.0[\s\S]*\1\[-?\d+(, -?\d+)?\]"
+    ),
+    "order='F' copies and asfortranarray": r"order='F'|asfortranarray",
+    "negative and non-unit steps": r"\[::-1\]|\[::2\]",
+    "an in-place sort": r"\.sort\(",
+    "a complex intermediate": r"1j",
+    "a bool or int result": r"return .*> 0\.[05]\)?$",
+    "float32 and int arrays": r"np\.float32[\s\S]*np\.int64|np\.int64[\s\S]*np\.float32",
+    "a view of the caller's array written inside f": (
+        r"o\d+ = a0.*[\s\S]*def f[\s\S]*\n\s+(o\d+\[|np\.copyto\(o|o\d+\.fill)"
+    ),
+    "the same array as two arguments": r"return f, \(a0, a0\)",
+    "overlapping arguments": r"return f, \(a0\[:4\], a0\[2:\]\)",
+    "checkpointed writing its argument": (
+        r"def g\d+\(u\):\n\s+u(\[0\] = |\[\.\.\.\] = | \*= )[\s\S]*mutagrad\.checkpointed"
+    ),
+    "method calls with keywords": (
+        r"\.sum\(where=|\.sum\(initial=|\.max\(initial=|\.partition\(1\)|\.searchsorted\("
+    ),
+}
+
+
+@functools.cache
+def survey() -> tuple[str, ...]:
+    """The sources of 2000 random programs, drawn once for all the bug classes."""
+    return tuple(p.source for p in sample(2000, seed=2))
+
+
+@pytest.mark.parametrize("bug_class", BUG_CLASSES)
+def test_the_grammar_generates_each_bug_class(bug_class):
+    pattern = re.compile(BUG_CLASSES[bug_class], re.MULTILINE)
+    assert any(pattern.search(source) for source in survey()), bug_class
+
+
+# -- the command line --------------------------------------------------------
+
+
+def test_the_command_line_prints_a_table_and_writes_the_findings(tmp_path, capsys):
+    out = tmp_path / "findings.md"
+    status = fuzz.main(["--count", "6", "--seed", "4", "--jobs", "2", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "programs: 6 (" in printed
+    assert re.search(r"outcome\s+strict\s+poison\s+snapshot", printed)
+    for outcome in Outcome:
+        assert re.search(rf"^{outcome.value}\s+\d+\s+\d+\s+\d+$", printed, re.MULTILINE)
+    written = out.read_text()
+    assert written.startswith("programs: 6 (")
+    assert status == (1 if "## program" in written else 0)
