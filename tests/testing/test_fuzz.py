@@ -34,7 +34,7 @@ from mutagrad.testing.strategies import fuzz_programs
 NO_SHRINKING = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
-@settings(max_examples=max(400, settings.default.max_examples), phases=NO_SHRINKING)
+@settings(max_examples=max(2000, settings.default.max_examples), phases=NO_SHRINKING)
 @given(fuzz_programs())
 def test_no_program_gets_a_silently_wrong_gradient_or_a_crash(program):
     verdict = judge(program)

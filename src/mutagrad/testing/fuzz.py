@@ -132,6 +132,9 @@ _KIND_WEIGHTS: dict[str, int] = {
     "gather": 3,
     "sort read": 2,
     "product": 1,
+    "method call": 4,
+    "view function": 3,
+    "nested gradient": 2,
     "new buffer": 4,
     "new mask": 3,
     "new index": 2,
@@ -161,6 +164,8 @@ _KIND_WEIGHTS: dict[str, int] = {
     "write float32": 1,
     "checkpointed": 3,
     "write outside view": 4,
+    "flat": 2,
+    "out reduction": 2,
 }
 #: Statement kinds, each repeated by its weight; a step's first integer indexes this.
 STEP_KINDS: tuple[str, ...] = tuple(k for k, w in _KIND_WEIGHTS.items() for _ in range(w))
@@ -273,6 +278,10 @@ class FuzzProgram:
         inputs = ", ".join(f"a{k} = {x.tolist()}" for k, x in enumerate(self.inputs))
         return f"{self.source}\n# inputs: {inputs}"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How IPython and hypothesis print a program: its source and inputs."""
+        printer.text(str(self))
+
 
 # ---------------------------------------------------------------------------
 # Rendering.
@@ -383,6 +392,21 @@ def _literal(values: Sequence[Any], shape: tuple[int, ...]) -> str:
     return f"np.array({np.array(values).reshape(shape).tolist()!r})"
 
 
+def _probe(expression: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """What ``expression`` (written in terms of ``a``) gives for a C-ordered ``a`` of ``shape``.
+
+    ``None`` when numpy raises. The result tells the shape, the dtype, whether
+    numpy returns a view (memory shared with ``a``) and whether it is writable.
+    """
+    a = np.arange(1.0, 1.0 + int(np.prod(shape))).reshape(shape)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.asarray(eval(expression, {"np": np, "a": a}))
+    except Exception:
+        return None
+
+
 def _promote(*dtypes: str) -> str:
     if "c16" in dtypes:
         return "c16"
@@ -448,8 +472,8 @@ class _Renderer:
                 continue
             if (known or shape is not None or ndim is not None) and v.shape is None:
                 continue
-            if v.shape is not None and 0 in v.shape:
-                continue
+            if v.shape is not None and (0 in v.shape or len(v.shape) > 2):
+                continue  # empty, or more axes than the statements know how to index
             if shape is not None and v.shape != shape:
                 continue
             if ndim is not None and v.shape is not None and len(v.shape) != ndim:
@@ -987,6 +1011,96 @@ class _Renderer:
         self._define("t", form.format(a.name, c.name), a.shape, a.dtype)
         return True
 
+    def step_method_call(self, d: _Draw) -> bool:
+        a = self._pick_array(d)
+        if a is None or not a.shape:
+            return False
+        form = d.pick(
+            [
+                *("{a}.sum(axis=0, keepdims=True)", "{a}.sum(where={m}, initial=0.5)"),
+                *("{a}.mean(axis=-1, where={m})", "{a}.max(axis=0, initial=-5.0, where={m})"),
+                *("{a}.min(initial=5.0)", "{a}.prod(axis=0)", "{a}.cumsum(axis=0)"),
+                *("{a}.cumprod()", "{a}.clip(min=-1.0)", "{a}.clip(max=1.0)", "{a}.round(1)"),
+                *("{a}.var(ddof=1)", "{a}.ptp()", "{a}.flatten(order='F')"),
+                *("{a}.ravel(order='F')", "{a}.reshape(-1, order='F')", "{a}.copy(order='A')"),
+                *("{a}.astype(np.float64, copy=False)", "{a}.repeat(2, axis=0)", "{a}.trace()"),
+                *("{a}.take([0, 0], axis=0)", "{a}.diagonal(offset=1)", "{a}.squeeze()"),
+                *("{a}.transpose()", "{a}.swapaxes(-1, 0)", "{a}.conj()", "{a}.conjugate()"),
+                *("{a}.item(0)", "np.sum({a}.tolist())", "{a}.argmax(axis=0)", "{a}.all()"),
+                *("{a}.nonzero()[0]", "{a}.any(axis=0)", "{a}.dot({b}.T)"),
+                "np.sort({a}.ravel()).searchsorted({b}, side='right')",
+            ]
+        )
+        probe = _probe(form.format(a="a", b="a", m="(a > 1.0)"), a.shape)
+        if probe is None:
+            return False
+        mask = self._mask_for(d, a.shape).name if "{m}" in form else ""
+        other = d.pick(self._find(dtypes=_REAL, shape=a.shape)).name
+        self._define_like(form.format(a=a.name, b=other, m=mask), probe, a)
+        return True
+
+    def _define_like(self, expression: str, probe: np.ndarray, source: _Var) -> _Var:
+        """Define ``expression``, which behaves on ``source`` as it did on ``probe``'s input."""
+        if probe.ndim == 0 and probe.dtype.kind == "f":
+            return self._define("s", expression, (), "f8", role="scalar")
+        if probe.dtype.kind == "f":
+            is_view = probe.base is not None
+            return self._define(
+                "t",
+                expression,
+                probe.shape,
+                source.dtype,
+                view=is_view,
+                writable=bool(probe.flags.writeable) and source.writable,
+                argument_memory=is_view and source.argument_memory,
+            )
+        dtype = {"b": "b1", "c": "c16"}.get(probe.dtype.kind, "i8")
+        return self._define("i", expression, probe.shape, dtype)
+
+    def step_view_function(self, d: _Draw) -> bool:
+        a = self._pick_array(d, _FLOATING)
+        if a is None or not a.shape:
+            return False
+        form = d.pick(
+            [
+                *("np.flip({a})", "np.flip({a}, axis=-1)", "np.rot90({a})"),
+                *("np.moveaxis({a}, 0, -1)", "np.expand_dims({a}, 0)", "{a}[None]"),
+                *("{a}[..., None]", "np.atleast_2d({a})", "np.diag({a})", "np.squeeze({a})"),
+                *("np.broadcast_to({a}, (2, *{a}.shape))", "{a}.reshape({a}.shape[0], -1)"),
+                *("np.ravel({a}, order='F')", "{a}.T.reshape(-1)", "np.asarray({a})"),
+                *("np.reshape({a}, -1)", "np.transpose({a})", "np.real({a})"),
+            ]
+        )
+        probe = _probe(form.format(a="a"), a.shape)
+        if probe is None:
+            return False
+        self._define_like(form.format(a=a.name), probe, a)
+        return True
+
+    def step_nested_gradient(self, d: _Draw) -> bool:
+        a = self._pick_array(d, ("f8",))
+        if a is None or not a.shape:
+            return False
+        h = self._name("h")
+        body = d.pick(
+            [
+                ["return np.sum(np.sin(z) * z)"],
+                ["w = z * 1.0", "w[0] = np.sin(w[-1])", "return np.sum(w * z)"],
+                ["w = np.zeros_like(z)", "w[...] = z * z", "return np.sum(np.tanh(w))"],
+                ["z = z * 1.0", "z *= z", "return np.sum(np.cos(z))"],
+                ["w = np.sort(z, axis=-1)", "return np.sum(w * np.cos(z))"],
+            ]
+        )
+        mode = d.pick(["", ', mode="snapshot"'])
+        self.lines.append(f"def {h}(z):")
+        self.lines += [f"    {line}" for line in body]
+        expression = f"mutagrad.gradient({h}, {a.name}{mode})[0]"
+        if d.chance(50):
+            self._define("s", f"np.sum({expression} * {a.name})", (), "f8", role="scalar")
+        else:
+            self._define("t", expression, a.shape, "f8")
+        return True
+
     # -- writes ---------------------------------------------------------------
 
     def _target(self, d: _Draw, dtypes: tuple[str, ...] = _REAL, **criteria: Any) -> _Var | None:
@@ -1045,6 +1159,8 @@ class _Renderer:
             for k in self._find(("index",), dtypes=("i8",), known=False)
             if k.bound == t.shape[0]
         ]
+        if not keys:
+            return False
         text, shape = d.pick(keys)
         operator = d.pick(["=", "=", "+="])
         value = self._operand(d, shape) if shape is not None else self._scalar(d)
@@ -1461,6 +1577,41 @@ class _Renderer:
         ]
         self.lines.append(d.pick(forms).format(o))
         self.writes_caller_memory = True
+        return True
+
+    def step_flat(self, d: _Draw) -> bool:
+        t = self._target(d)
+        if t is None:
+            return False
+        size = int(np.prod(t.shape))
+        i, j = d.number() % size, d.number() % size
+        if d.chance(25):
+            self._define("s", f"{t.name}.flat[{i}]", (), t.dtype, role="scalar")
+            return True
+        forms = [
+            f"{{0}}.flat[{i}] = {self._scalar(d)}",
+            f"{{0}}.flat[[{i}, {j}]] = {self._operand(d, (2,))}",
+            f"{{0}}.flat[:] = {self._scalar(d)}",
+            f"{{0}}.flat[{i}:{i + 2}] = {self._operand(d, (2,))}",
+        ]
+        self.lines.append(d.pick(forms).format(t.name))
+        return True
+
+    def step_out_reduction(self, d: _Draw) -> bool:
+        t = self._target(d, ndim=2) or self._target(d)
+        if t is None:
+            return False
+        forms = ["np.negative({0}, out={0}[::-1])", "np.clip({0}[::-1], -1.0, 1.0, out={0})"]
+        if len(t.shape) == 2:
+            forms += [
+                *("np.sum({0}, axis=0, out={0}[0])", "np.mean({0}, axis=0, out={0}[-1])"),
+                *("np.max({0}, axis=1, out={0}[:, 0])", "np.prod({0}, axis=1, out={0}[:, -1])"),
+            ]
+            if t.shape[0] == t.shape[1]:
+                forms += ["np.add({0}, {0}.T, out={0})", "np.copyto({0}.T, {0})"]
+        else:
+            forms += ["np.sum({0}, keepdims=True, out={0}[:1])", "np.cumsum({0}[::-1], out={0})"]
+        self.lines.append(d.pick(forms).format(t.name))
         return True
 
     # -- the whole program ----------------------------------------------------
