@@ -359,7 +359,7 @@ def test_writing_a_traced_value_into_a_complex_array_is_refused():
 # -- 6. memory that aliases the inputs ------------------------------------------------------
 
 
-@pytest.mark.parametrize("size", [3, 100_000])  # copied on entry / borrowed
+@pytest.mark.parametrize("size", [3, 100_000])  # exact fingerprint / checksum
 @pytest.mark.parametrize(
     "make_alias",
     [
@@ -466,3 +466,16 @@ def test_an_internal_failure_where_numpy_works_becomes_a_mutagrad_error(monkeypa
 def test_numpy_s_own_errors_propagate_unchanged():
     with pytest.raises(ValueError, match="cannot reshape"):
         mutagrad.gradient(lambda x: np.sum(np.reshape(x, (5,))), np.ones(3))
+
+
+def test_arguments_sharing_memory_through_a_memoryview_refuse_writes():
+    a = np.linspace(1.0, 2.0, 6)
+
+    def writes(x, y):
+        y[0] = 5.0
+        return np.sum(x * x)
+
+    with pytest.raises(mutagrad.MutagradError, match="shares memory"):
+        mutagrad.gradient(writes, a, np.frombuffer(memoryview(a)))
+    # Arrays over different buffers are never flagged.
+    assert mutagrad.gradient(writes, a, a.copy())[0] is not None

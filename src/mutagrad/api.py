@@ -179,15 +179,15 @@ class _Call:
         self.frozen: list[np.ndarray] = []
         self.borrow = borrow
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
-        # Every array argument and its fingerprint on entry, checked when f returns.
-        self.watched: list[tuple[np.ndarray, Any]] = []
+        # Every array argument, its fingerprint on entry (checked when f returns)
+        # and its input.
+        self.watched: list[tuple[np.ndarray, Any, WrappedArray]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
-        wrapped = [self._wrap(x) for x in leaves]
-        if len(leaves) > 1:
-            _mark_shared_inputs(leaves, wrapped)
-        self.args = self.rebuild(wrapped)
+        self.args = self.rebuild([self._wrap(x) for x in leaves])
+        if len(self.watched) > 1:
+            _mark_shared_inputs(self.watched)
         self.params = params
         self.param_nodes: list[Node] = []
         self._rebound: list[tuple[WrappedArray, Node | None, Node]] = []
@@ -203,25 +203,31 @@ class _Call:
     def _wrap(self, x: Any) -> Any:
         outer = None
         if type(x) is np.ndarray and x.dtype.kind in "iuf":
-            # A private copy, not the caller's memory: a view of the caller's
-            # array made before the call (``v = a[:]``, a memoryview,
-            # ``np.frombuffer``) stays writable whatever flags are set here,
-            # and a write through it would change the input behind its
-            # version. The caller's array is also frozen for the call, so
-            # that ``f`` writing it by name fails as it would change the input.
-            # Whichever way the input is made, a view of the caller's array made
-            # before the call (``v = a[:]``, a memoryview, ``np.frombuffer``)
+            # The caller's array is borrowed (copied on f's first write to it)
+            # and frozen, so f cannot write it by name. A view of it made
+            # before the call (``v = a[:]``, a memoryview, np.frombuffer)
             # stays writable whatever flags are set here: a write through it
             # during f is caught by the fingerprint check in :meth:`run`.
-            self.watched.append((x, fingerprint(x)))
-            if self.borrow and x.nbytes > COPY_LIMIT and _borrowable(x):
+            flags = x.flags
+            if (
+                self.borrow
+                and x.base is None
+                and flags.writeable
+                and (flags.c_contiguous or flags.f_contiguous)
+            ):  # the common case, _borrowable(x) spelled out: the caller's own array
                 w = self._borrow(x)
+                flags.writeable = False
+                self.frozen.append(x)
+            elif self.borrow and _borrowable(x):
+                w = self._borrow(x)
+                self._freeze(x)
             else:
-                w = WrappedArray(np.copy(x))
-                if not x.flags.writeable:
+                w = WrappedArray(x.copy(order="K"))
+                if not flags.writeable:
                     w._data.flags.writeable = False  # numpy would refuse f's writes to it
                 elif _can_freeze(x):
                     self._freeze(x)
+            self.watched.append((x, fingerprint(x), w))
         elif not _is_differentiable_leaf(x):
             self.inputs.append(None)
             return x
@@ -247,19 +253,13 @@ class _Call:
         return w
 
     def _borrow(self, x: np.ndarray) -> WrappedArray:
-        """A WrappedArray over the caller's (large) array, copied on its first write.
+        """A WrappedArray over the caller's array, copied on its first write.
 
-        Copying a large array costs more than the gradient of a cheap
-        function (page faults on fresh memory), so its memory is shared. A
-        view of it made before the call stays writable, though: the
-        fingerprint check when ``f`` returns (:meth:`run`) makes a write
-        through such a view raise instead of changing the input behind its
-        version.
+        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
         """
         w = WrappedArray(x.view())  # made before x is frozen: stays writable
         w._flags = BORROWED
         w._views = []
-        self._freeze(x)
         self.borrowed.append(w)
         return w
 
@@ -330,8 +330,8 @@ class _Call:
         read that memory; for a copied one, numpy's f would have seen the
         change. Either way the result would not be numpy's.
         """
-        for x, before in self.watched:
-            if fingerprint(x) != before:
+        for x, before, _ in self.watched:
+            if (x.tobytes() if type(before) is bytes else fingerprint(x)) != before:
                 raise NotDifferentiableError(
                     "an argument of the gradient call changed while f ran, through an array "
                     "that shares its memory and was made before the call (a view such as "
@@ -418,15 +418,14 @@ class _Call:
             self.tape.release()
 
 
-# Array arguments up to this size are copied on entry; larger float64 ones are borrowed.
-COPY_LIMIT = 1 << 18
+# Array arguments up to this size are fingerprinted exactly (their bytes), larger
+# float64 ones by a checksum (see fingerprint).
+EXACT_LIMIT = 1 << 18
 
 
 def _borrowable(x: np.ndarray) -> bool:
-    """A float64 array whose memory can be shared for the call and checked afterwards."""
-    return (
-        x.dtype == np.float64 and x.flags.writeable and is_dense(x) and _can_freeze(x)
-    )
+    """An array whose memory can be shared for the call (and made read-only meanwhile)."""
+    return x.flags.writeable and is_dense(x) and _can_freeze(x)
 
 
 def fingerprint(a: np.ndarray) -> Any:
@@ -440,8 +439,8 @@ def fingerprint(a: np.ndarray) -> Any:
     elements laid out as rows of 1024 (a permutation, which keeps the sum,
     changes it). Two vectorised passes, no copy.
     """
-    if a.nbytes <= COPY_LIMIT or a.dtype != np.float64:
-        return a.tobytes(order="A")
+    if a.nbytes <= EXACT_LIMIT or a.dtype != np.float64:
+        return a.tobytes()
     flat = a.ravel(order="K")
     bits = int(flat.view(np.uint64).sum(dtype=np.uint64))
     rows = flat.size // _ROW
@@ -461,29 +460,42 @@ def _weights(n: int, stream: int) -> np.ndarray:
     return w
 
 
-def _memory_of(leaf: Any) -> np.ndarray | None:
-    if isinstance(leaf, np.ndarray):
-        return leaf
-    if isinstance(leaf, WrappedValue) and isinstance(leaf._data, np.ndarray):
-        return leaf._data
-    return None
-
-
-def _mark_shared_inputs(leaves: list[Any], wrapped: list[Any]) -> None:
+def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> None:
     """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
 
-    Each input is differentiated as an array of its own, in memory of its
-    own; in numpy a write through one of them would show through the other.
-    Reads agree either way, so only a write to such an input is refused
-    (by :func:`mutagrad.core.mutation.prepare_write`).
+    Each input is differentiated as an array of its own; in numpy a write
+    through one of them would show through the other. Reads agree either
+    way, so only a write to such an input is refused (by
+    :func:`mutagrad.core.mutation.prepare_write`). Distinct arrays that own
+    their memory cannot share it: the common case costs one pass, and the
+    exact test runs only within groups of arrays over one buffer.
     """
-    arrays = [(_memory_of(leaf), w) for leaf, w in zip(leaves, wrapped)]
-    arrays = [(m, w) for m, w in arrays if m is not None and isinstance(w, WrappedArray)]
-    for i, (a, wa) in enumerate(arrays):
-        for b, wb in arrays[i + 1 :]:
-            if np.may_share_memory(a, b) and _shares_memory(a, b):
-                wa._flags |= SHARED_INPUT
-                wb._flags |= SHARED_INPUT
+    seen: set[int] = set()
+    for x, _, _ in watched:
+        if x.base is not None or id(x) in seen:
+            break
+        seen.add(id(x))
+    else:
+        return
+    groups: dict[int, list[tuple[np.ndarray, WrappedArray]]] = {}
+    for x, _, w in watched:
+        groups.setdefault(id(_owner(x)), []).append((x, w))
+    for group in groups.values():
+        for i, (a, wa) in enumerate(group):
+            for b, wb in group[i + 1 :]:
+                if np.may_share_memory(a, b) and _shares_memory(a, b):
+                    wa._flags |= SHARED_INPUT
+                    wb._flags |= SHARED_INPUT
+
+
+def _owner(a: np.ndarray) -> Any:
+    """The object that provides ``a``'s memory: its base array, or the buffer behind it."""
+    owner: Any = a
+    while True:
+        base = owner.base if isinstance(owner, np.ndarray) else getattr(owner, "obj", None)
+        if base is None:
+            return owner
+        owner = base
 
 
 def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:

@@ -868,7 +868,8 @@ def record(
             active |= 1 << i
     tape = trace.tape
     site = user_site(2)
-    refuse_complex(result.dtype, rule.name, site)
+    if result.dtype.kind == "c":
+        refuse_complex(result.dtype, rule.name, site)
     node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, site)
     need, need_ans = rule.plan(active, len(raw))
     snapshot = trace.mode == "snapshot"
@@ -906,6 +907,8 @@ def owned_value(value: Any) -> Any:
     so the engine keeps its own copy. Containers are rebuilt, so a list the
     program appends to afterwards is not the one the pullback reads.
     """
+    if not _mutable(value):
+        return value  # the common case: axis=, keepdims=, a dtype
     kind = type(value)
     if kind is np.ndarray:
         return value.copy()
@@ -913,10 +916,20 @@ def owned_value(value: Any) -> Any:
         return kind(owned_value(v) for v in value)
     if kind is dict:
         return {k: owned_value(v) for k, v in value.items()}
-    if hasattr(value, "_mutagrad_traced"):
-        data = value._data
-        return data.copy() if type(data) is np.ndarray else data
-    return value
+    data = value._data  # a WrappedValue
+    return data.copy() if type(data) is np.ndarray else data
+
+
+def _mutable(value: Any) -> bool:
+    """Whether ``value`` holds an array or a container the program could change later."""
+    kind = type(value)
+    if kind is np.ndarray or kind is list or getattr(kind, "_mutagrad_traced", False):
+        return True
+    if kind is tuple or kind is dict:
+        for v in value.values() if kind is dict else value:
+            if _mutable(v):
+                return True
+    return False
 
 
 def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:

@@ -1024,8 +1024,6 @@ def apply(
     raw = []
     nodes: list[Node | None] = []
     active = False
-    if any(type(a) is list or type(a) is tuple for a in args):
-        args = tuple(array_like(a) for a in args)
     for a in args:
         if isinstance(a, WrappedValue):
             raw.append(a._data)
@@ -1033,6 +1031,10 @@ def apply(
             if n is not None:
                 active = True
             nodes.append(n)
+        elif (type(a) is list or type(a) is tuple) and holds_wrapped(a):
+            # A sequence of traced values where numpy takes an array: stack it
+            # (and start again with the stacked array among the arguments).
+            return apply(rule, tuple(array_like(b) for b in args), kwargs, result)
         else:
             raw.append(a)
             nodes.append(None)
