@@ -1,14 +1,18 @@
 """mutagrad's command line: ``python -m mutagrad report`` (also the ``mutagrad`` script).
 
 ``report`` differentiates every program of a corpus (by default the bundled
-one, :mod:`mutagrad.report.programs`) in strict, poison and snapshot mode,
-compares each gradient with central finite differences, classifies poison
-errors as genuine or false alarms, measures time, memory and bytes copied,
-prints the headline and a summary table, and writes ``index.html``,
-``report.md`` and ``results.json`` into ``--out`` (default
-``./mutagrad-report``). It exits with status 1 if any gradient is wrong or any
-call crashed or timed out (except in programs marked with a ``known_issue``,
-which the report still shows in red), 2 if the corpus cannot be loaded.
+one, :mod:`mutagrad.report.programs`) in strict, poison and snapshot mode, and
+runs it unchanged on every installed peer AD system (JAX, autograd, MyGrad;
+``--engines`` chooses), compares each value with plain numpy and each
+gradient with central finite differences, classifies poison errors as genuine
+or false alarms, measures time, memory and bytes copied, prints the headline
+and a summary table, and writes ``index.html``, ``report.md`` and
+``results.json`` into ``--out`` (default ``./mutagrad-report``). It exits with
+status 1 if a mutagrad value or gradient is wrong or a mutagrad call crashed
+or timed out (except in programs marked with a ``known_issue``, which the
+report still shows in red); 2 if the corpus cannot be loaded, ``--engines``
+names an engine that is unknown or not installed, or a corpus program fails
+on plain numpy. What the peers do never changes the status.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ from mutagrad.report import (
     DEFAULT_OUT,
     DEFAULT_REPEATS,
     DEFAULT_TIME_LIMIT,
+    PEERS,
     CorpusError,
+    EngineChoiceError,
+    default_engines,
     load_corpus,
+    parse_engines,
     render_text,
     run_report,
     write_report,
 )
+from mutagrad.report.peers import PEERS_EXTRA_HINT
 
 
 def _use_color(choice: str) -> bool:
@@ -41,8 +50,9 @@ def _use_color(choice: str) -> bool:
 
 def report_command(args: argparse.Namespace) -> int:
     try:
+        engines = parse_engines(args.engines) if args.engines else default_engines()
         programs = load_corpus(args.corpus)
-    except CorpusError as error:
+    except (CorpusError, EngineChoiceError) as error:
         print(f"mutagrad report: {error}", file=sys.stderr)
         return 2
     if args.select:
@@ -55,6 +65,7 @@ def report_command(args: argparse.Namespace) -> int:
     report = run_report(
         programs,
         corpus=args.corpus,
+        engines=engines,
         repeats=args.repeats,
         time_limit=args.time_limit if args.time_limit > 0 else None,
     )
@@ -65,11 +76,15 @@ def report_command(args: argparse.Namespace) -> int:
         if paths:
             print()
             print("wrote " + ", ".join(str(p) for p in paths.values()))
+        if not args.engines and len(engines) == 1:
+            print(f"To run the same programs on JAX, autograd and MyGrad: {PEERS_EXTRA_HINT}")
         print(f"({count}, {report.seconds:.1f} s)")
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (| head): the files are written
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keep interpreter exit quiet)
-    return 1 if report.unexpected_failures else 0
+    if report.unexpected_failures:
+        return 1
+    return 2 if report.program_errors else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,11 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
     report = commands.add_parser(
         "report",
-        help="compare strict (Zygote's rule), poison and snapshot mode on a corpus",
+        help="compare strict (Zygote's rule), poison and snapshot mode, and peer AD systems, "
+        "on a corpus",
         description="Differentiate every program of a corpus in strict, poison and snapshot "
-        "mode, compare each gradient with central finite differences, classify poison errors "
-        "as genuine or false alarms, measure time, memory and bytes copied, print a summary "
-        "and write index.html, report.md and results.json.",
+        "mode and on the installed peer AD systems (JAX, autograd, MyGrad), each running the "
+        "program unchanged; compare each value with plain numpy and each gradient with central "
+        "finite differences, classify poison errors as genuine or false alarms, measure time, "
+        "memory and bytes copied, print a summary and write index.html, report.md and "
+        "results.json.",
     )
     report.add_argument(
         "--out",
@@ -98,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH_OR_MODULE",
         help="a .py file or an importable module with a module-level CORPUS "
         f"(see mutagrad.report.corpus; default: {DEFAULT_CORPUS})",
+    )
+    report.add_argument(
+        "--engines",
+        metavar="LIST",
+        help="comma-separated engines to run: mutagrad (its three modes; required) and "
+        f"peers among {', '.join(PEERS)} (default: mutagrad and every installed peer; "
+        f"install them with {PEERS_EXTRA_HINT})",
     )
     report.add_argument(
         "--repeats",

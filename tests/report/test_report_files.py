@@ -30,8 +30,9 @@ def written(tmp_path_factory):
     stdout = io.StringIO()  # capsys is function-scoped; this fixture is shared by the module
     with contextlib.redirect_stdout(stdout):
         status = main(
-            ["report", "--corpus", str(SMALL_CORPUS), "--out", str(out), "--repeats", "1"]
-        )
+            ["report", "--corpus", str(SMALL_CORPUS), "--out", str(out), "--repeats", "1",
+             "--engines", "mutagrad"]
+        )  # fmt: skip
     return status, stdout.getvalue(), out
 
 
@@ -86,12 +87,14 @@ def test_results_json_schema(written):
     assert environment["load_average"] is None or len(environment["load_average"]) == 3
     settings = data["settings"]
     assert settings["modes"] == ["strict", "poison", "snapshot"]
+    assert settings["engines"] == ["mutagrad"] and settings["peers"] == []
     assert settings["repeats"] == 1
     assert settings["corpus"] == str(SMALL_CORPUS)
     assert isinstance(settings["time_limit_seconds"], (int, float))
     assert isinstance(data["seconds"], float) and isinstance(data["started"], str)
 
     mode_keys = {
+        "engine": str,
         "outcome": str,
         "cell": str,
         "error_type": (str, type(None)),
@@ -119,11 +122,13 @@ def test_results_json_schema(written):
         assert len(program["forward_sample_seconds"]) == 1
         assert program["reference_error"] is None
         assert set(program["modes"]) == {"strict", "poison", "snapshot"}
+        assert program["peers"] == {}
         for mode, entry in program["modes"].items():
             assert set(entry) == set(mode_keys), mode
             for key, kind in mode_keys.items():
                 assert isinstance(entry[key], kind), (program["name"], mode, key, entry[key])
-            assert entry["outcome"] in {"ok", "error", "wrong", "crash", "timeout"}
+            assert entry["outcome"] in {"ok", "error", "value differs", "wrong", "crash", "timeout"}
+            assert entry["engine"] == "mutagrad"
             if entry["outcome"] == "ok":
                 assert entry["seconds"] > 0 and entry["overhead_ratio"] > 0
                 assert entry["sample_seconds"] == [entry["seconds"]]  # one repeat
@@ -145,6 +150,20 @@ def test_results_json_numbers(written):
     assert summary["genuine"] == [["fill after x*x", "poison"]]
     assert summary["false_alarms"] == [["rewrite same value", "poison"]]
     assert summary["wrong"] == [] and summary["crashed"] == [] and summary["timed_out"] == []
+    assert summary["program_errors"] == []
+    assert summary["systems"]["poison"] == {
+        "engine": "mutagrad",
+        "label": "mutagrad poison",
+        "right": 2,
+        "refused": 2,
+        "value_differs": 0,
+        "gradient_wrong": 0,
+        "crashed": 0,
+        "silently_wrong": 0,
+        "median_seconds": summary["systems"]["poison"]["median_seconds"],
+        "median_overhead": summary["systems"]["poison"]["median_overhead"],
+    }
+    assert summary["systems"]["poison"]["median_seconds"] > 0
     assert summary["errors_by_mode"]["strict"] == {"MutationError": 3}
     assert any("No gradient was silently wrong" in s for s in summary["headline"])
     assert summary["by_category"]["seed"] == {
@@ -176,10 +195,12 @@ def test_report_md_has_headline_table_and_environment(written):
     text = (written[2] / "report.md").read_text(encoding="utf-8")
     assert text.startswith("# mutagrad report")
     assert "strict 1/4, poison 2/4, snapshot 4/4" in text
-    assert "| program | category | strict | poison | snapshot | Zygote |" in text
+    assert "| program | category | strict | poison | snapshot | Zygote (not measured) |" in text
     assert "| fill after x*x | seed | MutationError | Poisoned (genuine) | ok |" in text
     assert "## Measurements" in text and "## Settings and environment" in text
     assert "- numpy: " in text and "Regenerate with `make report" in text
+    assert "No peer AD system ran in this report" in text and "mutagrad[peers]" in text
+    assert "PyTorch is not compared: it cannot run numpy code unchanged" in text
 
 
 def test_index_html_is_self_contained_and_has_the_table(written):
@@ -192,8 +213,9 @@ def test_index_html_is_self_contained_and_has_the_table(written):
     table = html[html.index('<table id="outcomes">') :]
     table = table[: table.index("</table>")]
     assert table.count("<tr>") == 1 + len(NAMES)
-    assert '<td class="genuine"' in table and '<td class="false-alarm"' in table
-    assert '<td class="mutation"' in table and '<td class="ok"' in table
+    assert '<td class="result genuine"' in table and '<td class="result false-alarm"' in table
+    assert '<td class="result mutation"' in table and '<td class="result ok"' in table
+    assert "Zygote (not measured)" in table
     assert "strict 1/4, poison 2/4, snapshot 4/4" in html
     assert 'class="alarm"' not in html
 
@@ -201,8 +223,9 @@ def test_index_html_is_self_contained_and_has_the_table(written):
 def test_index_html_embeds_two_plots_with_matplotlib(written):
     pytest.importorskip("matplotlib")
     html = (written[2] / "index.html").read_text(encoding="utf-8")
-    assert html.count("<svg") == 2
-    assert 'id="plot-accepted"' in html and 'id="plot-overhead"' in html
+    assert html.count("<svg") == 3
+    for name in ("accepted", "overhead", "relative"):
+        assert f'id="plot-{name}"' in html
     assert 'id="no-plots"' not in html
 
 
@@ -285,13 +308,13 @@ def test_exit_status_is_1_for_a_wrong_gradient_unless_marked_as_a_known_issue(tm
     common = ["report", "--corpus", str(corpus), "--out", "", "--repeats", "1"]
     assert main([*common, "--select", "plain"]) == 1
     out = capsys.readouterr().out
-    assert "SILENTLY WRONG gradients: plain wrong [strict, poison, snapshot]." in out
+    assert "SILENTLY WRONG values or gradients: plain wrong [strict, poison, snapshot]." in out
     assert "  WRONG    plain wrong [strict, poison, snapshot]: gradient differs" in out
     assert main([*common, "--select", "known"]) == 0
     out = capsys.readouterr().out
     assert (
-        "SILENTLY WRONG gradients: known wrong [strict, poison, snapshot]. Each reproduces a "
-        "known mutagrad bug" in out
+        "SILENTLY WRONG values or gradients: known wrong [strict, poison, snapshot]. Each "
+        "reproduces a known mutagrad bug" in out
     )
     assert "known wrong [known bug]" in out
     assert (
@@ -307,7 +330,10 @@ def test_both_pages_list_the_programs_that_reproduce_a_known_bug(tmp_path):
     assert main([*args, "--select", "known"]) == 0
     markdown = (out / "report.md").read_text()
     assert "## Known mutagrad bugs reproduced by the corpus" in markdown
-    row = "known wrong | strict: WRONG, poison: WRONG, snapshot: WRONG | a wrong rule, on purpose"
+    row = (
+        "known wrong | strict: WRONG gradient, poison: WRONG gradient, snapshot: WRONG gradient "
+        "| a wrong rule, on purpose"
+    )
     assert row in markdown
     page = (out / "index.html").read_text()
     assert "Known mutagrad bugs reproduced by the corpus" in page

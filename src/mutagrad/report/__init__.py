@@ -1,4 +1,5 @@
-"""``mutagrad report``: which programs strict mode (Zygote's rule), poison and snapshot accept.
+"""``mutagrad report``: which programs strict mode (Zygote's rule), poison and snapshot accept,
+and what the AD systems people use (JAX, autograd, MyGrad) do with the same programs.
 
 The parts:
 
@@ -6,9 +7,12 @@ The parts:
   :func:`load_corpus` for ``--corpus path_or_module``;
 * :mod:`mutagrad.report.programs` – the bundled corpus, built on
   :mod:`mutagrad.report.scenarios` (the seed documents' scenarios);
-* :mod:`mutagrad.report.runner` – differentiates every program in every mode,
-  judges the result against finite differences, classifies poison errors as
-  genuine or false alarms, and measures time, memory and bytes copied;
+* :mod:`mutagrad.report.runner` – differentiates every program in every mode
+  and on every peer, judges the result against finite differences, classifies
+  poison errors as genuine or false alarms, and measures time, memory and
+  bytes copied;
+* :mod:`mutagrad.report.peers` – the peer AD systems (optional extra
+  ``peers``) and how each runs an unchanged numpy program;
 * :mod:`mutagrad.report.summary` – the headline counts;
 * :mod:`mutagrad.report.text`, :mod:`~mutagrad.report.markdown`,
   :mod:`~mutagrad.report.html_page`, :mod:`~mutagrad.report.results` – the
@@ -31,6 +35,14 @@ from mutagrad.report.corpus import (
 )
 from mutagrad.report.html_page import render_html
 from mutagrad.report.markdown import render_markdown
+from mutagrad.report.peers import (
+    MUTAGRAD,
+    PEERS,
+    EngineChoiceError,
+    default_engines,
+    installed_peers,
+    parse_engines,
+)
 from mutagrad.report.results import SCHEMA, render_json, results_document
 from mutagrad.report.runner import (
     DEFAULT_REPEATS,
@@ -69,9 +81,12 @@ __all__ = [
     "DEFAULT_REPEATS",
     "DEFAULT_TIME_LIMIT",
     "MODES",
+    "MUTAGRAD",
+    "PEERS",
     "REPORT_FILES",
     "SCHEMA",
     "CorpusError",
+    "EngineChoiceError",
     "ModeResult",
     "Outcome",
     "PoisonVerdict",
@@ -80,8 +95,11 @@ __all__ = [
     "Report",
     "Summary",
     "add_to",
+    "default_engines",
     "headline",
+    "installed_peers",
     "load_corpus",
+    "parse_engines",
     "render_html",
     "render_json",
     "render_markdown",

@@ -5,20 +5,45 @@ Everything is inline: the stylesheet, the plots (SVG from
 so the file can be mailed or archived alone. Without matplotlib the page says
 how to get the plots instead.
 
-Order: the headline (wrong gradients, crashes and timeouts in red), the plots,
-the outcome table (programs as rows, modes as columns, colour-coded, the error
-message or note as a tooltip), the overhead per mode, the poison errors with
-their verdicts, every measured number, the settings and the environment.
+Order: the headline (mutagrad's wrong results, crashes and timeouts in red),
+the plots, the outcome table (programs as rows, mutagrad's modes and the peers
+as columns, colour-coded with the plots' colours, the error message or note
+as a tooltip), the corpus programs that fail on plain numpy, the counts and
+timings per system, how each peer runs a program and how the peers refuse
+(and why PyTorch is not among them), the counts per category, the poison
+errors with their verdicts, every measured number, the settings and the
+environment.
 """
 
 from __future__ import annotations
 
 from html import escape
 
-from mutagrad.report.plots import INSTALL_HINT, OUTCOME_COLOURS, outcome_class, render_plots
-from mutagrad.report.runner import ModeResult, Report
-from mutagrad.report.summary import category_rows, headline, known_issue_rows, summarize, why
-from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row, ratio_text
+from mutagrad.report.peers import (
+    PEERS,
+    PEERS_EXTRA_HINT,
+    PYTORCH_NOTE,
+    column_title,
+    system_label,
+)
+from mutagrad.report.plots import (
+    INSTALL_HINT,
+    OUTCOME_COLOURS,
+    PLOTS,
+    outcome_class,
+    render_plots,
+)
+from mutagrad.report.runner import ModeResult, Outcome, Report
+from mutagrad.report.summary import (
+    category_rows,
+    headline,
+    known_issue_rows,
+    refusal_rows,
+    summarize,
+    system_rows,
+    why,
+)
+from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -33,34 +58,27 @@ th { background: #f0f0f0; position: sticky; top: 0; }
 td.num { text-align: right; white-space: nowrap; }
 .legend span { display: inline-block; padding: 0.1em 0.5em; margin: 0.1em; }
 .plot svg { max-width: 100%; height: auto; }
-.note { color: #555; font-size: 0.9em; }
+.plot { max-width: 60em; }
+.note { color: #555; font-size: 0.9em; max-width: 60em; }
 #outcomes td { white-space: nowrap; }
-#outcomes td:last-child { white-space: normal; min-width: 22em; }
+#outcomes td.result { max-width: 11em; overflow: hidden; text-overflow: ellipsis; }
+#outcomes td:last-child { white-space: normal; min-width: 14em; }
 """
-
-# Light backgrounds for table cells, one per outcome class of plots.OUTCOME_COLOURS.
-CELL_BACKGROUNDS = {
-    "ok": "#c8e6c9",
-    "genuine": "#fff59d",
-    "false-alarm": "#ffcc80",
-    "mutation": "#e0e0e0",
-    "refused": "#d7ccc8",
-    "wrong": "#ef9a9a",
-    "crash": "#ce93d8",
-}
 
 
 def _style() -> str:
     rules = [STYLE]
-    for key, background in CELL_BACKGROUNDS.items():
-        rules.append(f"td.{key}, span.{key} {{ background: {background}; }}")
-    rules.append("td.wrong, td.crash { font-weight: bold; }")
+    for key, (_, colour, text_colour) in OUTCOME_COLOURS.items():
+        rules.append(f"td.{key}, span.{key} {{ background: {colour}; color: {text_colour}; }}")
+    rules.append("td.wrong, td.value-differs, td.crash { font-weight: bold; }")
     return "\n".join(rules)
 
 
 def _cell(result: ModeResult) -> str:
     kind = outcome_class(result)
     tooltip = result.error_message or ""
+    if result.error_type and result.outcome is not Outcome.PROGRAM_ERROR:
+        tooltip = f"{result.error_type}: {tooltip}"
     if result.unchecked_max_abs_difference is not None:
         tooltip += (
             f" (unchecked re-run: max |gradient - reference| = "
@@ -68,8 +86,10 @@ def _cell(result: ModeResult) -> str:
         )
     if result.max_abs_difference is not None:
         tooltip = f"max |gradient - reference| = {result.max_abs_difference:.3g}"
+        if result.value_matches is False:
+            tooltip = "the value differs from plain numpy's; " + tooltip
     title = f' title="{escape(tooltip)}"' if tooltip else ""
-    return f'<td class="{kind}"{title}>{escape(result.cell)}</td>'
+    return f'<td class="result {kind}"{title}>{escape(result.cell)}</td>'
 
 
 def _table(header: list[str], rows: list[list[str]], numeric_from: int = 99) -> str:
@@ -84,11 +104,21 @@ def _table(header: list[str], rows: list[list[str]], numeric_from: int = 99) -> 
     return "\n".join(out)
 
 
+ZYGOTE_HEADER = "Zygote (not measured)"
+ZYGOTE_EXPLAINED = (
+    "Zygote (not measured): what Zygote does with the Julia equivalent, taken from the seed "
+    "documents and from Zygote's rule that every array mutation raises."
+)
+
+
 def _outcome_table(report: Report) -> str:
-    header = ["program", "category", *report.modes, "Zygote", "what it does"]
+    header = ["program", "category", *(column_title(s) for s in report.systems)]
     out = [
         '<table id="outcomes">',
-        "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>",
+        "<tr>"
+        + "".join(f"<th>{escape(h)}</th>" for h in header)
+        + f'<th title="{escape(ZYGOTE_EXPLAINED)}">{escape(ZYGOTE_HEADER)}</th>'
+        + "<th>what it does</th></tr>",
     ]
     for p in report.programs:
         program = p.program
@@ -97,7 +127,7 @@ def _outcome_table(report: Report) -> str:
         out.append(
             "<tr>"
             f"<td{note}>{escape(p.label)}</td><td>{escape(program.category)}</td>"
-            + "".join(_cell(p.mode(m)) for m in report.modes)
+            + "".join(_cell(p.mode(m)) for m in report.systems)
             + f"<td>{escape(program.zygote or '–')}</td>"
             f"<td>{escape(program.description)}</td></tr>"
         )
@@ -107,9 +137,48 @@ def _outcome_table(report: Report) -> str:
 
 def _legend() -> str:
     items = "".join(
-        f'<span class="{key}">{escape(label)}</span>' for key, (label, _) in OUTCOME_COLOURS.items()
+        f'<span class="{key}">{escape(label)}</span>'
+        for key, (label, _, _) in OUTCOME_COLOURS.items()
     )
     return f'<p class="legend">{items}</p>'
+
+
+def _peers_section(report: Report) -> list[str]:
+    """How each peer runs a program, how they refuse, and why PyTorch is not among them."""
+    parts = ["<h2>The peers: how they run the programs</h2>"]
+    if report.peers:
+        parts.append("<ul>")
+        for name in report.peers:
+            peer = PEERS[name]
+            parts.append(f"<li><b>{escape(system_label(name))}</b>: {escape(peer.how)}.</li>")
+        parts.append("</ul>")
+    else:
+        parts.append(
+            f'<p class="note" id="no-peers">No peer AD system ran in this report. To run the '
+            f"same programs on JAX, autograd and MyGrad: {escape(PEERS_EXTRA_HINT)}.</p>"
+        )
+    parts.append(f'<p class="note">{escape(PYTORCH_NOTE)}</p>')
+    header, rows = refusal_rows(report)
+    if rows:
+        parts.append("<h2>How the peers refuse</h2>")
+        parts.append(_table(header, rows, numeric_from=3))
+        parts[-1] = parts[-1].replace('<td class="num">', "<td>")  # only the count is a number
+    return parts
+
+
+def _program_errors(report: Report) -> list[str]:
+    if not report.program_errors:
+        return []
+    return [
+        '<h2 id="program-errors">Program errors: corpus programs that fail on plain numpy</h2>',
+        '<p class="note">These are errors in the corpus, not in mutagrad or a peer: nothing '
+        "was compared for them. Fix the program so that it runs on plain ndarrays and returns "
+        "a scalar.</p>",
+        _table(
+            ["program", "what is wrong"],
+            [[p.name, str(p.reference_error)] for p in report.program_errors],
+        ),
+    ]
 
 
 def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> str:
@@ -117,13 +186,16 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     if plots is True:
         plots = render_plots(report)
     summary = summarize(report)
+    title = "mutagrad report: strict (Zygote's rule) vs poison vs snapshot"
+    if report.peers:
+        title += " vs " + ", ".join(column_title(peer) for peer in report.peers)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         "<title>mutagrad report</title>",
         f"<style>{_style()}</style>",
         "</head><body>",
-        "<h1>mutagrad report: strict (Zygote's rule) vs poison vs snapshot</h1>",
+        f"<h1>{escape(title)}</h1>",
         '<ul class="headline">',
     ]
     for sentence in headline(summary):
@@ -133,7 +205,7 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
 
     parts.append("<h2>Plots</h2>")
     if plots:
-        for name in ("accepted", "overhead"):
+        for name in PLOTS:
             if name in plots:
                 parts.append(f'<div class="plot" id="plot-{name}">{plots[name]}</div>')
     else:
@@ -143,37 +215,25 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     parts.append(
         '<p class="note">Hover a cell for the error message or the distance from the '
         "reference, a program's name for why its poison error is genuine or a false alarm. "
-        "ok: value and gradient match plain numpy and central finite differences. A poison "
-        "error is genuine when re-running with poisoned captures read anyway gives a wrong "
-        "gradient, a false alarm when it gives the right one. Zygote: what Zygote does with the "
-        "Julia equivalent (from the seed documents, and its rule that every array mutation "
-        "raises).</p>"
+        "ok: value and gradient match plain numpy and central finite differences. WRONG "
+        "value: the engine returned a value that differs from plain numpy's; WRONG gradient: "
+        "the value is right and the gradient is not. A poison error is genuine when re-running "
+        "with poisoned captures read anyway gives a wrong gradient, a false alarm when it gives "
+        f"the right one. {escape(ZYGOTE_EXPLAINED)}</p>"
     )
+    parts += _program_errors(report)
+
+    parts.append("<h2>Per system</h2>")
+    parts.append(_table(*system_rows(summary), numeric_from=2))
+    parts.append(
+        '<p class="note">Counts over the programs that run on plain numpy. Times: the median '
+        "over programs of each program's median gradient call; overhead: that time over the "
+        "plain numpy call of the same program (both with fresh argument copies).</p>"
+    )
+    parts += _peers_section(report)
 
     parts.append("<h2>By category</h2>")
     parts.append(_table(*category_rows(summary), numeric_from=1))
-
-    parts.append("<h2>Overhead per mode</h2>")
-    parts.append(
-        _table(
-            [
-                "mode",
-                "accepted",
-                "median overhead (programs it accepts)",
-                f"median overhead (the {summary.overhead_programs} programs every mode accepts)",
-            ],
-            [
-                [
-                    m,
-                    f"{summary.accepted[m]}/{summary.programs}",
-                    ratio_text(summary.median_overhead_accepted[m]),
-                    ratio_text(summary.median_overhead[m]),
-                ]
-                for m in report.modes
-            ],
-            numeric_from=1,
-        )
-    )
 
     parts.append("<h2>Poison errors</h2>")
     poisoned = [(p, r) for p in report.programs for r in p.modes if r.poison_verdict is not None]
@@ -215,11 +275,12 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     facts = [
         ("corpus", settings.corpus),
         ("modes", ", ".join(settings.modes)),
+        ("peers", ", ".join(settings.peers) or "none"),
         (
             "timing",
             f"median of {settings.repeats} samples of ~{settings.sample_seconds * 1e3:g} ms",
         ),
-        ("memory", "tracemalloc peak, in a separate call"),
+        ("memory", "tracemalloc peak, in a separate call (mutagrad's modes only)"),
         ("tolerances", f"rtol {settings.rtol:g}, atol {settings.atol:g} x max(1, |reference|)"),
         ("finite-difference step", f"{settings.finite_difference_step:g}"),
         ("time limit per call", limit),
@@ -228,7 +289,7 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         *((key, str(value)) for key, value in report.environment.items()),
     ]
     parts.append("<h2>Settings and environment</h2>")
-    parts.append(_table(["", ""], [[k, v] for k, v in facts]))
+    parts.append(_table(["setting", "value"], [[k, v] for k, v in facts]))
     parts.append(f'<p class="note">Regenerate with <code>{escape(REGENERATE)}</code>.</p>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -1,17 +1,29 @@
 """``report.md``: the report as Markdown, for reading in a repository or pasting into a proposal.
 
-Sections: the headline (a wrong gradient, crash or timeout in red where the
-viewer honours inline HTML, and in bold everywhere), the outcome table
-(programs as rows, modes as columns, then Zygote), the overhead per mode, the
-poison errors with their verdicts, every measured number per program, the
-settings and the environment, and how to regenerate the file.
+Sections: the headline (a mutagrad wrong result, crash or timeout in red
+where the viewer honours inline HTML, and in bold everywhere), the outcome
+table (programs as rows, mutagrad's modes and the peers as columns, then
+Zygote), the corpus programs that fail on plain numpy, the counts and timings
+per system, how each peer runs a program and how the peers refuse, the
+counts per category, the poison errors with their verdicts, every measured
+number per program, the settings and the environment, and how to regenerate
+the file.
 """
 
 from __future__ import annotations
 
-from mutagrad.report.runner import Outcome, Report
-from mutagrad.report.summary import category_rows, headline, known_issue_rows, summarize, why
-from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row, ratio_text
+from mutagrad.report.peers import PEERS, PEERS_EXTRA_HINT, PYTORCH_NOTE, column_title, system_label
+from mutagrad.report.runner import SILENTLY_WRONG, Outcome, Report
+from mutagrad.report.summary import (
+    category_rows,
+    headline,
+    known_issue_rows,
+    refusal_rows,
+    summarize,
+    system_rows,
+    why,
+)
+from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row
 
 
 def _escape(text: str) -> str:
@@ -28,23 +40,47 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _cell(result) -> str:
     text = result.cell
-    if result.outcome in (Outcome.WRONG, Outcome.CRASH, Outcome.TIMEOUT):
+    if result.outcome in (*SILENTLY_WRONG, Outcome.CRASH, Outcome.TIMEOUT):
         return f"**{text}**"
     return text
 
 
+def _peers_section(report: Report) -> list[str]:
+    parts = ["", "## The peers: how they run the programs", ""]
+    if report.peers:
+        parts += [f"- {system_label(name)}: {PEERS[name].how}." for name in report.peers]
+    else:
+        parts.append(
+            "No peer AD system ran in this report. To run the same programs on JAX, autograd "
+            f"and MyGrad: {PEERS_EXTRA_HINT}."
+        )
+    parts += ["", PYTORCH_NOTE]
+    header, rows = refusal_rows(report)
+    if rows:
+        parts += ["", "## How the peers refuse", "", _table(header, rows)]
+    return parts
+
+
 def render_markdown(report: Report) -> str:
     summary = summarize(report)
-    parts = ["# mutagrad report: strict (Zygote's rule) vs poison vs snapshot", ""]
+    title = "# mutagrad report: strict (Zygote's rule) vs poison vs snapshot"
+    if report.peers:
+        title += " vs " + ", ".join(column_title(peer) for peer in report.peers)
+    parts = [title, ""]
     for sentence in headline(summary):
         if sentence.alarm:
             parts.append(f'- <span style="color:#c62828">**{sentence.text}**</span>')
         else:
             parts.append(f"- {sentence.text}")
     parts += ["", "## Outcomes", ""]
-    header = ["program", "category", *report.modes, "Zygote"]
+    header = [
+        "program",
+        "category",
+        *(column_title(s) for s in report.systems),
+        "Zygote (not measured)",
+    ]
     rows = [
-        [p.label, p.program.category, *(_cell(p.mode(m)) for m in report.modes),
+        [p.label, p.program.category, *(_cell(p.mode(m)) for m in report.systems),
          p.program.zygote or "–"]
         for p in report.programs
     ]  # fmt: skip
@@ -52,42 +88,41 @@ def render_markdown(report: Report) -> str:
     parts += [
         "",
         "ok: value and gradient match plain numpy and central finite differences. "
+        "WRONG value: the engine returned a value that differs from plain numpy's; WRONG "
+        "gradient: the value is right and the gradient is not. "
         "Poisoned (genuine): the overwritten value was needed; without the check the gradient "
         "would have been wrong. Poisoned (false alarm): with poisoned captures read anyway the "
-        "gradient was right. Zygote: what Zygote does with the Julia equivalent (from the seed "
-        "documents, and its rule that every array mutation raises).",
+        "gradient was right. Zygote (not measured): what Zygote does with the Julia equivalent "
+        "(from the seed documents, and its rule that every array mutation raises).",
+    ]
+    if report.program_errors:
+        parts += [
+            "",
+            "## Program errors: corpus programs that fail on plain numpy",
+            "",
+            "Errors in the corpus, not in mutagrad or a peer: nothing was compared for them.",
+            "",
+            _table(
+                ["program", "what is wrong"],
+                [[p.name, str(p.reference_error)] for p in report.program_errors],
+            ),
+        ]
+    parts += [
+        "",
+        "## Per system",
+        "",
+        _table(*system_rows(summary)),
+        "",
+        "Counts over the programs that run on plain numpy. Times: the median over programs of "
+        "each program's median gradient call; overhead: that time over the plain numpy call of "
+        "the same program (both with fresh argument copies).",
+    ]
+    parts += _peers_section(report)
+    parts += [
         "",
         "## By category",
         "",
         _table(*category_rows(summary)),
-        "",
-        "## Overhead per mode",
-        "",
-    ]
-    overhead_rows = [
-        [
-            m,
-            f"{summary.accepted[m]}/{summary.programs}",
-            ratio_text(summary.median_overhead_accepted[m]),
-            ratio_text(summary.median_overhead[m]),
-        ]
-        for m in report.modes
-    ]
-    parts.append(
-        _table(
-            [
-                "mode",
-                "accepted",
-                "median overhead (programs it accepts)",
-                f"median overhead (the {summary.overhead_programs} programs every mode accepts)",
-            ],
-            overhead_rows,
-        )
-    )
-    parts += [
-        "",
-        "Overhead: median wall time of one gradient call over the median wall time of one "
-        "plain numpy call of the same program (both with fresh argument copies).",
         "",
         "## Poison errors",
         "",
@@ -119,9 +154,10 @@ def render_markdown(report: Report) -> str:
         "",
         "## Settings and environment",
         "",
-        f"- corpus: `{settings.corpus}`; modes: {', '.join(settings.modes)}",
+        f"- corpus: `{settings.corpus}`; modes: {', '.join(settings.modes)}; "
+        f"peers: {', '.join(settings.peers) or 'none'}",
         f"- timing: median of {settings.repeats} samples of ~{settings.sample_seconds * 1e3:g} ms "
-        "each; peak memory from tracemalloc in a separate call",
+        "each; peak memory from tracemalloc in a separate call (mutagrad's modes only)",
         f"- tolerances: rtol {settings.rtol:g}, atol {settings.atol:g} x max(1, |reference|); "
         f"finite-difference step {settings.finite_difference_step:g}",
         f"- time limit per call: {settings.time_limit:g} s"

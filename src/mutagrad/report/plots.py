@@ -5,22 +5,33 @@ matplotlib comes from the optional extra ``report`` (``pip install
 only when plots are drawn: :func:`render_plots` returns ``None`` without it,
 and the HTML page then says how to get the plots.
 
-Two plots:
+Three plots, each with one row per *system* (mutagrad's modes, then the
+peers that ran):
 
-* ``accepted`` – per mode, the programs it accepts and how the rest end
-  (poison errors split into genuine and false alarms), as stacked bars;
-* ``overhead`` – per program and mode, the gradient's wall time over the plain
-  numpy forward time, on a log scale (accepted results only).
+* ``accepted`` – how many programs each system gets right and how the rest
+  end (poison errors split into genuine and false alarms, refusals, wrong
+  values, wrong gradients, crashes), as stacked bars;
+* ``overhead`` – per system, the distribution over the programs it gets right
+  of gradient time / plain numpy time: one dot per program, the median
+  marked and written out;
+* ``relative`` – per system, the distribution of its time over poison mode's
+  (mutagrad's default) on each program both get right: strict's row is the
+  cost of the check, the peers' rows compare engines program by program.
 
-Both use the colours of :data:`OUTCOME_COLOURS`, shared with the HTML table.
+Both timing plots use a log scale with plain tick labels (``1×``, ``10×``,
+``20×``). Every outcome has one colour (:data:`OUTCOME_COLOURS`), the same in
+the bars and in the HTML table's cells.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import re
+import statistics
 from typing import Any
 
+from mutagrad.report.peers import system_label
 from mutagrad.report.runner import ModeResult, Outcome, PoisonVerdict, Report
 
 INSTALL_HINT = (
@@ -28,21 +39,27 @@ INSTALL_HINT = (
     "which installs it), then run mutagrad report again."
 )
 
-# outcome class -> (label, colour)
-OUTCOME_COLOURS: dict[str, tuple[str, str]] = {
-    "ok": ("accepted, gradient right", "#2e7d32"),
-    "genuine": ("poison error, genuine", "#f9a825"),
-    "false-alarm": ("poison error, false alarm", "#ef6c00"),
-    "mutation": ("MutationError (strict)", "#9e9e9e"),
-    "refused": ("other refusal", "#795548"),
-    "wrong": ("SILENTLY WRONG", "#c62828"),
-    "crash": ("crash or timeout", "#6a1b9a"),
+DARK_TEXT = "#212121"
+LIGHT_TEXT = "#ffffff"
+
+# outcome class -> (label, colour, colour of text on it)
+OUTCOME_COLOURS: dict[str, tuple[str, str, str]] = {
+    "ok": ("right: value and gradient", "#81c784", DARK_TEXT),
+    "genuine": ("poison error, genuine", "#ffd54f", DARK_TEXT),
+    "false-alarm": ("poison error, false alarm", "#ffb74d", DARK_TEXT),
+    "mutation": ("MutationError (strict)", "#bdbdbd", DARK_TEXT),
+    "refused": ("other refusal", "#a1887f", DARK_TEXT),
+    "value-differs": ("WRONG value (differs from numpy)", "#f06292", DARK_TEXT),
+    "wrong": ("WRONG gradient", "#c62828", LIGHT_TEXT),
+    "crash": ("crash or timeout", "#7b1fa2", LIGHT_TEXT),
+    "program-error": ("program error (fails on numpy)", "#eceff1", DARK_TEXT),
 }
-MODE_MARKERS = {
-    "strict": ("o", "#546e7a"),
-    "poison": ("s", "#1565c0"),
-    "snapshot": ("^", "#ad1457"),
-}
+
+BASELINE_MODE = "poison"
+"""The mode the ``relative`` plot divides by: mutagrad's default."""
+
+# Tick positions for ratios, 1-2-5 per decade: a reader sees 2×, 5×, 10× rather than 10^0.3.
+TICKS = tuple(m * 10.0**e for e in range(-3, 6) for m in (1, 2, 5))
 
 
 def outcome_class(result: ModeResult) -> str:
@@ -51,15 +68,24 @@ def outcome_class(result: ModeResult) -> str:
         return "ok"
     if result.outcome is Outcome.WRONG:
         return "wrong"
+    if result.outcome is Outcome.VALUE_DIFFERS:
+        return "value-differs"
     if result.outcome in (Outcome.CRASH, Outcome.TIMEOUT):
         return "crash"
+    if result.outcome is Outcome.PROGRAM_ERROR:
+        return "program-error"
     if result.poison_verdict is PoisonVerdict.GENUINE:
         return "genuine"
     if result.poison_verdict is PoisonVerdict.FALSE_ALARM:
         return "false-alarm"
-    if result.error_type == "MutationError":
+    if result.error_type == "MutationError" and not result.is_peer:
         return "mutation"
     return "refused"
+
+
+def ratio_label(ratio: float) -> str:
+    """``20×``, ``1.5×``, ``0.5×``: a ratio as a plain number."""
+    return f"{ratio:.2g}×" if ratio < 10 else f"{ratio:.0f}×"
 
 
 def load_matplotlib() -> Any | None:
@@ -101,21 +127,21 @@ def _svg(figure: Any, name: str) -> str:
 
 
 def accepted_plot(report: Report, figure_class: Any) -> str:
-    """Stacked horizontal bars: per mode, how many programs end in each outcome class."""
-    modes = list(report.modes)
-    counts = {key: [0] * len(modes) for key in OUTCOME_COLOURS}
-    for i, mode in enumerate(modes):
+    """Stacked horizontal bars: per system, how many programs end in each outcome class."""
+    systems = list(report.systems)
+    counts = {key: [0] * len(systems) for key in OUTCOME_COLOURS}
+    for i, system in enumerate(systems):
         for p in report.programs:
-            counts[outcome_class(p.mode(mode))][i] += 1
-    figure = figure_class(figsize=(7.5, 0.6 + 0.55 * len(modes)))
+            counts[outcome_class(p.mode(system))][i] += 1
+    figure = figure_class(figsize=(8, 1.4 + 0.45 * len(systems)))
     axes = figure.add_subplot()
-    left = [0] * len(modes)
-    positions = list(range(len(modes)))[::-1]
-    for key, (label, colour) in OUTCOME_COLOURS.items():
+    left = [0] * len(systems)
+    positions = list(range(len(systems)))[::-1]
+    for key, (label, colour, text_colour) in OUTCOME_COLOURS.items():
         values = counts[key]
         if not any(values):
             continue
-        bars = axes.barh(positions, values, left=left, color=colour, label=label, height=0.6)
+        bars = axes.barh(positions, values, left=left, color=colour, label=label, height=0.65)
         for bar, value in zip(bars, values):
             if value:
                 axes.text(
@@ -124,52 +150,128 @@ def accepted_plot(report: Report, figure_class: Any) -> str:
                     str(value),
                     ha="center",
                     va="center",
-                    color="white",
+                    color=text_colour,
                     fontsize=8,
                 )
         left = [a + b for a, b in zip(left, values)]
-    axes.set_yticks(positions, modes)
+    axes.set_yticks(positions, [system_label(s) for s in systems], fontsize=9)
+    axes.set_xlim(0, len(report.programs))
     axes.set_xlabel(f"programs (of {len(report.programs)})")
-    axes.set_title("Programs accepted per mode, and how the others end")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3, fontsize=8, frameon=False)
+    axes.set_title("How each system ends on every program, run as written")
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=8, frameon=False)
     axes.spines[["top", "right"]].set_visible(False)
     return _svg(figure, "accepted")
 
 
+def _plain_log_axis(axes: Any, values: list[float], label: str) -> None:
+    """A log x axis whose ticks are 1-2-5 steps labelled as plain ratios (``20×``)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    low, high = min(values), max(values)
+    axes.set_xscale("log")
+    axes.set_xlim(low / 1.3, high * 1.3)
+    ticks = [t for t in TICKS if low / 1.3 <= t <= high * 1.3]
+    if len(ticks) > 9:  # a wide range: keep the decades and the fives
+        ticks = [t for t in ticks if round(t / 10 ** math.floor(math.log10(t))) != 2]
+    axes.xaxis.set_major_locator(FixedLocator(ticks))
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.grid(axis="x", color="#e0e0e0", linewidth=0.6, zorder=0)
+    axes.set_xlabel(label)
+    axes.spines[["top", "right"]].set_visible(False)
+
+
+def _strips(
+    axes: Any, rows: list[tuple[str, list[float]]], colour: str, reference: float | None = None
+) -> None:
+    """One row of dots per (label, values), the median drawn as a bar and written beside it."""
+    positions = list(range(len(rows)))[::-1]
+    for y, (_, values) in zip(positions, rows):
+        # Spread the dots over the row's height in a fixed pattern, so they do not hide
+        # each other and the plot is the same on every run.
+        offsets = [((i * 7) % 11 - 5) / 22 for i in range(len(values))]
+        axes.scatter(
+            values, [y + o for o in offsets], s=12, color=colour, alpha=0.45, zorder=3, linewidths=0
+        )
+        median = statistics.median(values)
+        axes.plot([median, median], [y - 0.35, y + 0.35], color=DARK_TEXT, linewidth=2, zorder=4)
+        axes.annotate(
+            f"median {ratio_label(median)}",
+            (median, y + 0.36),
+            textcoords="offset points",
+            xytext=(0, 1),
+            ha="center",
+            va="bottom",
+            fontsize=7.5,
+            color=DARK_TEXT,
+        )
+    if reference is not None:
+        axes.axvline(reference, color="#757575", linewidth=1, linestyle="--", zorder=2)
+    axes.set_yticks(positions, [label for label, _ in rows], fontsize=9)
+    axes.set_ylim(-0.7, len(rows) - 0.2)
+
+
 def overhead_plot(report: Report, figure_class: Any) -> str | None:
-    """Per program (rows) and mode (markers): gradient time / plain forward time, log scale."""
-    rows = [p for p in report.programs if any(p.overhead(m) is not None for m in report.modes)]
+    """Per system: gradient time / plain numpy time over the programs it gets right."""
+    rows = []
+    for system in report.systems:
+        ratios = [r for r in (p.overhead(system) for p in report.programs) if r is not None]
+        if ratios:
+            rows.append((f"{system_label(system)} ({len(ratios)})", ratios))
     if not rows:
         return None
-    figure = figure_class(figsize=(7.5, 1.2 + 0.16 * len(rows)))
+    figure = figure_class(figsize=(8, 1.2 + 0.55 * len(rows)))
     axes = figure.add_subplot()
-    positions = list(range(len(rows)))[::-1]
-    for mode in report.modes:
-        marker, colour = MODE_MARKERS.get(mode, ("D", "#000000"))
-        xs, ys = [], []
-        for y, p in zip(positions, rows):
-            ratio = p.overhead(mode)
-            if ratio is not None:
-                xs.append(ratio)
-                ys.append(y)
-        axes.scatter(xs, ys, marker=marker, color=colour, label=mode, s=14, alpha=0.85, zorder=3)
-    axes.set_xscale("log")
-    axes.set_yticks(positions, [p.name for p in rows], fontsize=6.5)
-    axes.set_ylim(-1, len(rows))
-    axes.grid(axis="both", which="both", color="#e4e4e4", linewidth=0.5, zorder=0)
-    axes.set_xlabel("gradient wall time / plain numpy forward time (log scale)")
-    axes.set_title("Overhead per program and mode (accepted results)")
-    axes.legend(loc="lower right", fontsize=8)
+    _strips(axes, rows, "#1565c0")
+    _plain_log_axis(
+        axes,
+        [v for _, values in rows for v in values],
+        "gradient call / plain numpy call (one dot per program the system gets right)",
+    )
+    axes.set_title("Overhead over plain numpy (how many programs in brackets)")
     return _svg(figure, "overhead")
 
 
+def relative_plot(report: Report, figure_class: Any) -> str | None:
+    """Per system but poison mode: its time over poison mode's, per program both get right."""
+    if BASELINE_MODE not in report.modes:
+        return None
+    rows = []
+    for system in report.systems:
+        if system == BASELINE_MODE:
+            continue
+        ratios = []
+        for p in report.programs:
+            mine, baseline = p.mode(system), p.mode(BASELINE_MODE)
+            if mine.accepted and baseline.accepted and mine.seconds and baseline.seconds:
+                ratios.append(mine.seconds / baseline.seconds)
+        if ratios:
+            rows.append((f"{system_label(system)} ({len(ratios)})", ratios))
+    if not rows:
+        return None
+    figure = figure_class(figsize=(8, 1.2 + 0.55 * len(rows)))
+    axes = figure.add_subplot()
+    _strips(axes, rows, "#6a1b9a", reference=1.0)
+    _plain_log_axis(
+        axes,
+        [1.0, *(v for _, values in rows for v in values)],
+        "gradient time / mutagrad poison's (one dot per program both get right)",
+    )
+    axes.set_title("Time relative to mutagrad poison mode, program by program (dashed: equal)")
+    return _svg(figure, "relative")
+
+
+PLOTS = ("accepted", "overhead", "relative")
+
+
 def render_plots(report: Report) -> dict[str, str] | None:
-    """``{"accepted": svg, "overhead": svg}``, or None when matplotlib is not installed."""
+    """``{name: svg}`` for each plot of :data:`PLOTS` with data; None without matplotlib."""
     figure_class = load_matplotlib()
     if figure_class is None:
         return None
     plots = {"accepted": accepted_plot(report, figure_class)}
-    overhead = overhead_plot(report, figure_class)
-    if overhead is not None:
-        plots["overhead"] = overhead
+    for name, draw in (("overhead", overhead_plot), ("relative", relative_plot)):
+        svg = draw(report, figure_class)
+        if svg is not None:
+            plots[name] = svg
     return plots

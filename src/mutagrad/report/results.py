@@ -3,44 +3,54 @@
 The file is one JSON object (``schema``: :data:`SCHEMA`)::
 
     {
-      "schema": "mutagrad-report/1",
-      "environment": {"python", "numpy", "mutagrad", "matplotlib", "platform",
-                      "machine", "processor", "cpu_count", "load_average",
-                      "date"},
-      "settings": {"corpus", "modes", "repeats", "time_limit_seconds",
-                   "sample_seconds", "rtol", "atol", "finite_difference_step",
-                   "measure_memory"},
+      "schema": "mutagrad-report/2",
+      "environment": {"python", "numpy", "mutagrad", then each peer's
+                      distributions ("jax", "jaxlib", "autograd", "mygrad"),
+                      "matplotlib", "platform", "machine", "processor",
+                      "cpu_count", "load_average", "date"},
+      "settings": {"corpus", "modes", "engines", "peers", "repeats",
+                   "time_limit_seconds", "sample_seconds", "rtol", "atol",
+                   "finite_difference_step", "measure_memory"},
       "started": ISO 8601 date, "seconds": total run time,
-      "summary": {"programs", "mutating", "accepted": {mode: n},
+      "summary": {"programs", "mutating", "accepted": {system: n},
+                  "systems": {system: {"engine", "label", "right", "refused",
+                                       "value_differs", "gradient_wrong",
+                                       "crashed", "silently_wrong",
+                                       "median_seconds", "median_overhead"}},
+                  "program_errors": [[program, what is wrong]],
                   "poison_errors": {"total", "genuine", "false_alarm",
                                     "undetermined"},
                   "genuine": [[program, mode]], "false_alarms": [...],
                   "wrong": [...], "crashed": [...], "timed_out": [...],
                   "refused_everywhere": [[program, error type]],
                   "known_issues": [program],
-                  "median_overhead": {mode: ratio or null},
-                  "median_overhead_accepted": {mode: ratio or null},
-                  "overhead_programs": n, "errors_by_mode": {mode: {type: n}},
-                  "by_category": {category: {"programs", "accepted": {mode: n},
+                  "median_overhead": {system: ratio or null},
+                  "median_overhead_accepted": {system: ratio or null},
+                  "overhead_programs": n, "errors_by_mode": {system: {type: n}},
+                  "by_category": {category: {"programs", "accepted": {system: n},
                                              "genuine", "false_alarms"}},
                   "headline": [sentence, ...]},
       "programs": [
         {"name", "category", "description", "mutates", "zygote", "source",
          "note", "known_issue", "arguments", "reference_error", "reference_seconds",
          "forward_seconds", "forward_sample_seconds", "forward_peak_bytes",
-         "modes": {mode: {"outcome", "cell", "error_type", "error_message",
-                          "max_abs_difference", "value_matches",
-                          "bytes_copied", "seconds", "sample_seconds", "samples",
-                          "calls_per_sample", "peak_bytes",
-                          "overhead_ratio", "poison_verdict",
-                          "unchecked_max_abs_difference",
-                          "unchecked_error"}}}
+         "modes": {mode: RESULT}, "peers": {peer: RESULT}}
       ]
     }
 
-Times are seconds per call, memory and copies in bytes; a number that was not
-measured (a refused call has no timing) is ``null``. Infinite differences are
-written as the string ``"inf"`` so that the file stays strict JSON.
+    RESULT = {"engine", "outcome", "cell", "error_type", "error_message",
+              "max_abs_difference", "value_matches", "bytes_copied", "seconds",
+              "sample_seconds", "samples", "calls_per_sample", "peak_bytes",
+              "overhead_ratio", "poison_verdict",
+              "unchecked_max_abs_difference", "unchecked_error"}
+
+A *system* is one of mutagrad's modes or a peer (``jax``, ``autograd``,
+``mygrad``). ``outcome`` is one of ``ok``, ``error`` (refused), ``value
+differs``, ``wrong`` (the gradient), ``crash``, ``timeout`` and ``program
+error`` (the program fails on plain numpy). Times are seconds per call,
+memory and copies in bytes; a number that was not measured (a refused call
+has no timing, a peer no memory or copies) is ``null``. Infinite differences
+are written as the string ``"inf"`` so that the file stays strict JSON.
 """
 
 from __future__ import annotations
@@ -49,10 +59,11 @@ import json
 import math
 from typing import Any
 
+from mutagrad.report.peers import MUTAGRAD, system_label
 from mutagrad.report.runner import ModeResult, ProgramResult, Report
 from mutagrad.report.summary import Summary, headline, summarize
 
-SCHEMA = "mutagrad-report/1"
+SCHEMA = "mutagrad-report/2"
 
 
 def _number(x: float | None) -> float | str | None:
@@ -65,6 +76,7 @@ def _number(x: float | None) -> float | str | None:
 
 def _mode_entry(result: ModeResult, program: ProgramResult) -> dict[str, Any]:
     return {
+        "engine": result.engine,
         "outcome": result.outcome.value,
         "cell": result.cell,
         "error_type": result.error_type,
@@ -102,6 +114,7 @@ def _program_entry(p: ProgramResult) -> dict[str, Any]:
         "forward_sample_seconds": list(p.forward_sample_seconds),
         "forward_peak_bytes": p.forward_peak_bytes,
         "modes": {r.mode: _mode_entry(r, p) for r in p.modes},
+        "peers": {r.mode: _mode_entry(r, p) for r in p.peers},
     }
 
 
@@ -114,6 +127,22 @@ def _summary_entry(summary: Summary) -> dict[str, Any]:
         "programs": summary.programs,
         "mutating": summary.mutating,
         "accepted": dict(summary.accepted),
+        "systems": {
+            system: {
+                "engine": system if system in summary.peers else MUTAGRAD,
+                "label": system_label(system),
+                "right": counts.right,
+                "refused": counts.refused,
+                "value_differs": counts.value_differs,
+                "gradient_wrong": counts.gradient_wrong,
+                "crashed": counts.crashed,
+                "silently_wrong": counts.silently_wrong,
+                "median_seconds": _number(counts.median_seconds),
+                "median_overhead": _number(counts.median_overhead),
+            }
+            for system, counts in summary.systems.items()
+        },
+        "program_errors": _pairs(summary.program_errors),
         "poison_errors": {
             "total": summary.poison_errors,
             "genuine": len(summary.genuine),
@@ -156,6 +185,8 @@ def results_document(report: Report) -> dict[str, Any]:
         "settings": {
             "corpus": settings.corpus,
             "modes": list(settings.modes),
+            "engines": list(settings.engines),
+            "peers": list(settings.peers),
             "repeats": settings.repeats,
             "time_limit_seconds": settings.time_limit,
             "sample_seconds": settings.sample_seconds,

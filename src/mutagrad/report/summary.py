@@ -1,11 +1,18 @@
 """The headline of a report: the counts every output format puts at the top.
 
 :func:`summarize` reduces a :class:`~mutagrad.report.runner.Report` to a
-:class:`Summary`: how many programs each mode accepts, how many poison errors
-were genuine and how many false alarms, which results were silently wrong,
-crashed or timed out, what was refused in every mode, and the median overhead
-over plain numpy. :func:`headline` words it as a few sentences; a sentence
-marked ``alarm`` (a wrong gradient, a crash, a timeout) is shown in red.
+:class:`Summary`: how many programs each mutagrad mode and each peer engine
+gets right, refuses and gets silently wrong (:class:`SystemCounts`), how many
+poison errors were genuine and how many false alarms, which mutagrad results
+were silently wrong, crashed or timed out, what was refused in every mode,
+which corpus programs do not run on plain numpy at all, and the median time
+and overhead over plain numpy. :func:`headline` words it as a few sentences;
+a sentence marked ``alarm`` (a mutagrad bug: a wrong value or gradient, a
+crash, a timeout) is shown in red.
+
+The tables both pages share are built here too: per category
+(:func:`category_rows`), per system (:func:`system_rows`), the peers'
+refusals (:func:`refusal_rows`) and the known bugs (:func:`known_issue_rows`).
 """
 
 from __future__ import annotations
@@ -15,13 +22,54 @@ from collections import Counter
 
 import attrs
 
-from mutagrad.report.runner import Outcome, PoisonVerdict, Report
+import mutagrad
+from mutagrad.report.peers import PEERS, column_title, system_label
+from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, PoisonVerdict, Report
+from mutagrad.report.tables import ratio_text, seconds_text
 
 MODE_ROLES = {
     "strict": "Zygote's rule: every in-place write refused",
     "poison": "mutagrad's default",
     "snapshot": "old values copied where still needed",
 }
+
+
+@attrs.frozen
+class SystemCounts:
+    """How one mutagrad mode or peer engine fared over the programs that run on plain numpy."""
+
+    right: int
+    refused: int
+    value_differs: int
+    gradient_wrong: int
+    crashed: int
+    """Crashes and timeouts."""
+    median_seconds: float | None
+    """Median wall time of one gradient call, over the programs it gets right."""
+    median_overhead: float | None
+    """Median of gradient time / plain numpy time, over the programs it gets right."""
+
+    @property
+    def silently_wrong(self) -> int:
+        return self.value_differs + self.gradient_wrong
+
+
+def _system_counts(results: list[ModeResult], forward: dict[str, float | None]) -> SystemCounts:
+    judged = [r for r in results if r.outcome is not Outcome.PROGRAM_ERROR]
+    right = [r for r in judged if r.outcome is Outcome.OK]
+    seconds = [r.seconds for r in right if r.seconds]
+    ratios = [
+        r.seconds / f for r in right if r.seconds and (f := forward.get(r.program)) is not None
+    ]
+    return SystemCounts(
+        right=len(right),
+        refused=sum(r.outcome is Outcome.ERROR for r in judged),
+        value_differs=sum(r.outcome is Outcome.VALUE_DIFFERS for r in judged),
+        gradient_wrong=sum(r.outcome is Outcome.WRONG for r in judged),
+        crashed=sum(r.outcome in (Outcome.CRASH, Outcome.TIMEOUT) for r in judged),
+        median_seconds=statistics.median(seconds) if seconds else None,
+        median_overhead=statistics.median(ratios) if ratios else None,
+    )
 
 
 @attrs.frozen
@@ -41,36 +89,54 @@ class Summary:
     programs: int
     mutating: int
     modes: tuple[str, ...]
+    peers: tuple[str, ...]
     accepted: dict[str, int]
+    """Per mode and peer: the programs whose value and gradient are right."""
+    systems: dict[str, SystemCounts]
+    """Per mode and peer: right, refused, silently wrong, crashed; median time."""
     genuine: tuple[tuple[str, str], ...]
     """(program, mode) of every poison error whose old value really was needed."""
     false_alarms: tuple[tuple[str, str], ...]
     undetermined: tuple[tuple[str, str], ...]
     wrong: tuple[tuple[str, str], ...]
+    """(program, mode) of every mutagrad result whose value or gradient was wrong."""
     crashed: tuple[tuple[str, str], ...]
     timed_out: tuple[tuple[str, str], ...]
     refused_everywhere: tuple[tuple[str, str], ...]
     """(program, error type) of programs every mode refused with the same mutagrad error."""
     known_issues: tuple[str, ...]
     """Programs marked with a known mutagrad bug whose results were wrong, crashed or hung."""
+    program_errors: tuple[tuple[str, str], ...]
+    """(program, what is wrong) of the corpus programs that do not run on plain numpy."""
     median_overhead: dict[str, float | None]
-    """Median of gradient time / plain forward time, over programs every mode accepted."""
+    """Per mode and peer: median of gradient time / plain forward time, over the programs
+    every mode and peer accepts."""
     overhead_programs: int
     median_overhead_accepted: dict[str, float | None]
-    """Median of gradient time / plain forward time, over the programs each mode accepts."""
+    """Median of gradient time / plain forward time, over the programs each one accepts."""
     errors_by_mode: dict[str, dict[str, int]]
-    """Per mode, how many results ended in each mutagrad error type."""
+    """Per mode and peer, how many results ended in each error type."""
     by_category: dict[str, CategoryCounts]
-    """Per category, in corpus order: programs, accepted per mode, poison verdicts."""
+    """Per category, in corpus order: programs, accepted per mode and peer, poison verdicts."""
 
     @property
     def poison_errors(self) -> int:
         return len(self.genuine) + len(self.false_alarms) + len(self.undetermined)
 
+    @property
+    def systems_order(self) -> tuple[str, ...]:
+        return self.modes + self.peers
+
+    @property
+    def judged(self) -> int:
+        """Programs that run on plain numpy: what every mode and peer was judged on."""
+        return self.programs - len(self.program_errors)
+
 
 def summarize(report: Report) -> Summary:
     results = report.results
-    accepted = {m: sum(1 for r in results if r.mode == m and r.accepted) for m in report.modes}
+    systems = report.systems
+    accepted = {m: sum(1 for p in report.programs if p.mode(m).accepted) for m in systems}
 
     def pairs(select) -> tuple[tuple[str, str], ...]:
         return tuple((r.program, r.mode) for r in results if select(r))
@@ -80,31 +146,34 @@ def summarize(report: Report) -> Summary:
         types = {r.error_type for r in p.modes}
         if all(r.outcome is Outcome.ERROR for r in p.modes) and len(types) == 1:
             refused_everywhere.append((p.name, str(next(iter(types)))))
-    common = [p for p in report.programs if all(r.accepted for r in p.modes)]
+    common = [p for p in report.programs if all(p.mode(m).accepted for m in systems)]
     median_overhead: dict[str, float | None] = {}
-    for mode in report.modes:
-        ratios = [p.overhead(mode) for p in common]
-        known = [r for r in ratios if r is not None]
-        median_overhead[mode] = statistics.median(known) if known else None
+    for system in systems:
+        known = [r for r in (p.overhead(system) for p in common) if r is not None]
+        median_overhead[system] = statistics.median(known) if known else None
     median_overhead_accepted: dict[str, float | None] = {}
-    for mode in report.modes:
-        known = [r for r in (p.overhead(mode) for p in report.programs) if r is not None]
-        median_overhead_accepted[mode] = statistics.median(known) if known else None
+    for system in systems:
+        known = [r for r in (p.overhead(system) for p in report.programs) if r is not None]
+        median_overhead_accepted[system] = statistics.median(known) if known else None
     errors_by_mode = {
         m: dict(
             Counter(
-                str(r.error_type) for r in results if r.mode == m and r.outcome is Outcome.ERROR
+                str(p.mode(m).error_type)
+                for p in report.programs
+                if p.mode(m).outcome is Outcome.ERROR
             )
         )
-        for m in report.modes
+        for m in systems
     }
+    forward = {p.name: p.forward_seconds for p in report.programs}
+    counts = {m: _system_counts([p.mode(m) for p in report.programs], forward) for m in systems}
     by_category: dict[str, CategoryCounts] = {}
     for category in dict.fromkeys(p.program.category for p in report.programs):
         members = [p for p in report.programs if p.program.category == category]
         verdicts = [r.poison_verdict for p in members for r in p.modes]
         by_category[category] = CategoryCounts(
             programs=len(members),
-            accepted={m: sum(p.mode(m).accepted for p in members) for m in report.modes},
+            accepted={m: sum(p.mode(m).accepted for p in members) for m in systems},
             genuine=verdicts.count(PoisonVerdict.GENUINE),
             false_alarms=verdicts.count(PoisonVerdict.FALSE_ALARM),
         )
@@ -112,11 +181,13 @@ def summarize(report: Report) -> Summary:
         programs=len(report.programs),
         mutating=sum(1 for p in report.programs if p.program.mutates),
         modes=report.modes,
+        peers=report.peers,
         accepted=accepted,
+        systems=counts,
         genuine=pairs(lambda r: r.poison_verdict is PoisonVerdict.GENUINE),
         false_alarms=pairs(lambda r: r.poison_verdict is PoisonVerdict.FALSE_ALARM),
         undetermined=pairs(lambda r: r.poison_verdict is PoisonVerdict.UNDETERMINED),
-        wrong=pairs(lambda r: r.outcome is Outcome.WRONG),
+        wrong=pairs(lambda r: r.outcome in SILENTLY_WRONG),
         crashed=pairs(lambda r: r.outcome is Outcome.CRASH),
         timed_out=pairs(lambda r: r.outcome is Outcome.TIMEOUT),
         refused_everywhere=tuple(refused_everywhere),
@@ -125,6 +196,7 @@ def summarize(report: Report) -> Summary:
                 r.program for r in report.failures if report.program(r.program).program.known_issue
             )
         ),
+        program_errors=tuple((p.name, str(p.reference_error)) for p in report.program_errors),
         median_overhead=median_overhead,
         overhead_programs=len(common),
         median_overhead_accepted=median_overhead_accepted,
@@ -154,7 +226,7 @@ def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     header = [
         "category",
         "programs",
-        *(f"{m} accepts" for m in summary.modes),
+        *(f"{m} accepts" for m in summary.systems_order),
         "poison errors: genuine",
         "false alarms",
     ]
@@ -164,7 +236,7 @@ def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             [
                 category,
                 str(counts.programs),
-                *(str(counts.accepted[m]) for m in summary.modes),
+                *(str(counts.accepted[m]) for m in summary.systems_order),
                 str(counts.genuine),
                 str(counts.false_alarms),
             ]
@@ -173,12 +245,69 @@ def category_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         [
             "all",
             str(summary.programs),
-            *(str(summary.accepted[m]) for m in summary.modes),
+            *(str(summary.accepted[m]) for m in summary.systems_order),
             str(len(summary.genuine)),
             str(len(summary.false_alarms)),
         ]
     )
     return header, rows
+
+
+def system_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """Per mutagrad mode and peer: version, outcome counts, median time and overhead."""
+    header = [
+        "system",
+        "version",
+        "right",
+        "refused",
+        "WRONG value",
+        "WRONG gradient",
+        "crash or timeout",
+        "median gradient call",
+        "median overhead (programs it gets right)",
+        f"median overhead (the {summary.overhead_programs} programs all get right)",
+    ]
+    rows = []
+    for system in summary.systems_order:
+        counts = summary.systems[system]
+        peer = PEERS.get(system)
+        rows.append(
+            [
+                f"mutagrad {system}" if peer is None else peer.title,
+                mutagrad.__version__ if peer is None else peer.version,
+                str(counts.right),
+                str(counts.refused),
+                str(counts.value_differs),
+                str(counts.gradient_wrong),
+                str(counts.crashed),
+                seconds_text(counts.median_seconds),
+                ratio_text(summary.median_overhead_accepted[system]),
+                ratio_text(summary.median_overhead[system]),
+            ]
+        )
+    return header, rows
+
+
+REFUSAL_MESSAGE_LENGTH = 110
+"""Refusal messages are grouped on their first this many characters (they end in details)."""
+
+
+def refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Per peer, each kind of refusal: error type, first line, how many programs, which."""
+    rows = []
+    for peer in report.peers:
+        groups: dict[tuple[str, str], list[str]] = {}
+        for p in report.programs:
+            r = p.mode(peer)
+            if r.outcome is Outcome.ERROR:
+                message = (r.error_message or "")[:REFUSAL_MESSAGE_LENGTH]
+                groups.setdefault((str(r.error_type), message), []).append(p.name)
+        ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+        for (error_type, message), names in ordered:
+            rows.append(
+                [PEERS[peer].title, error_type, message, str(len(names)), _shorten(names, 4)]
+            )
+    return ["peer", "error", "first line", "programs", "which"], rows
 
 
 @attrs.frozen
@@ -192,10 +321,10 @@ class Sentence:
 LISTED = 12  # a longer list ends with "and N more"
 
 
-def _shorten(items: list[str]) -> str:
-    if len(items) <= LISTED:
+def _shorten(items: list[str], limit: int = LISTED) -> str:
+    if len(items) <= limit:
         return ", ".join(items)
-    return ", ".join(items[:LISTED]) + f" and {len(items) - LISTED} more"
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
 
 
 def _listing(pairs: tuple[tuple[str, str], ...]) -> str:
@@ -221,22 +350,51 @@ def _known_suffix(pairs: tuple[tuple[str, str], ...], summary: Summary) -> str:
     return f" Known mutagrad bugs among them: {', '.join(known)}."
 
 
+def _peer_sentence(summary: Summary, peer: str) -> Sentence:
+    """How one peer fared, in a sentence that starts with its name and version."""
+    counts = summary.systems[peer]
+    text = (
+        f"{system_label(peer)}: {counts.right} right, {counts.refused} refused, "
+        f"{counts.silently_wrong} silently wrong ({counts.value_differs} with a value that "
+        f"differs from numpy's, {counts.gradient_wrong} with a wrong gradient)"
+    )
+    if counts.crashed:
+        text += f", {counts.crashed} crashed or timed out"
+    return Sentence(text + ".")
+
+
 def headline(summary: Summary) -> list[Sentence]:
     """The headline as sentences, most important first."""
     n = summary.programs
-    sentences = [
-        Sentence(
-            f"{n} program{'s' if n != 1 else ''} ({summary.mutating} write arrays in place, "
-            f"{n - summary.mutating} do not), each differentiated in "
-            + ", ".join(f"{m} ({MODE_ROLES.get(m, m)})" for m in summary.modes)
-            + "."
-        ),
+    judged = summary.judged
+    first = (
+        f"{n} program{'s' if n != 1 else ''} ({summary.mutating} write arrays in place, "
+        f"{n - summary.mutating} do not), each differentiated in "
+        + ", ".join(f"{m} ({MODE_ROLES.get(m, m)})" for m in summary.modes)
+    )
+    if summary.peers:
+        first += (
+            " and run unchanged on "
+            + ", ".join(system_label(peer) for peer in summary.peers)
+            + " (PyTorch cannot run numpy code unchanged)"
+        )
+    sentences = [Sentence(first + ".")]
+    if summary.program_errors:
+        sentences.append(
+            Sentence(
+                f"{len(summary.program_errors)} of the corpus programs do not run on plain "
+                "numpy, so nothing was compared for them (see Program errors): "
+                + _shorten([name for name, _ in summary.program_errors])
+                + "."
+            )
+        )
+    sentences.append(
         Sentence(
             "Accepted (value and gradient match plain numpy and finite differences): "
-            + ", ".join(f"{m} {summary.accepted[m]}/{n}" for m in summary.modes)
+            + ", ".join(f"{m} {summary.accepted[m]}/{judged}" for m in summary.modes)
             + "."
-        ),
-    ]
+        )
+    )
     if summary.poison_errors:
         text = (
             f"Poison errors: {summary.poison_errors}, of which {len(summary.genuine)} genuine "
@@ -251,7 +409,7 @@ def headline(summary: Summary) -> list[Sentence]:
     else:
         sentences.append(Sentence("Poison errors: none."))
     if summary.wrong:
-        text = f"SILENTLY WRONG gradients: {_listing(summary.wrong)}."
+        text = f"SILENTLY WRONG values or gradients: {_listing(summary.wrong)}."
         sentences.append(Sentence(text + _known_suffix(summary.wrong, summary), alarm=True))
     else:
         sentences.append(Sentence("No gradient was silently wrong, in any mode."))
@@ -274,13 +432,15 @@ def headline(summary: Summary) -> list[Sentence]:
                 + "."
             )
         )
+    sentences += [_peer_sentence(summary, peer) for peer in summary.peers]
     known = {m: r for m, r in summary.median_overhead.items() if r is not None}
     if known:
+        every = "every mode and peer accepts" if summary.peers else "every mode accepts"
         sentences.append(
             Sentence(
                 "Median gradient time over plain numpy forward time, on the "
-                f"{summary.overhead_programs} programs every mode accepts: "
-                + ", ".join(f"{m} {r:.1f}x" for m, r in known.items())
+                f"{summary.overhead_programs} programs {every}: "
+                + ", ".join(f"{column_title(m)} {r:.1f}x" for m, r in known.items())
                 + "."
             )
         )

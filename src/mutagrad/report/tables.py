@@ -1,5 +1,9 @@
 """Formatting shared by report.md and index.html: cells of the measurement tables.
 
+One row per program: the plain numpy time, each mode's and peer's gradient
+time with its ratio to plain numpy, the peak memory of the plain call and of
+each mode (the peers' is not measured), and the bytes snapshot mode copied.
+
 Times are printed with a unit that keeps three significant digits (µs, ms,
 s), memory in KiB, ratios as ``12.3x``; a value that was not measured is "–".
 """
@@ -11,7 +15,7 @@ from mutagrad.report.runner import ProgramResult, Report
 MISSING = "–"
 REGENERATE = (
     "make report  (or: python -m mutagrad report --out DIR [--corpus path_or_module] "
-    "[--repeats N] [--time-limit SECONDS])"
+    "[--engines mutagrad,jax,autograd,mygrad] [--repeats N] [--time-limit SECONDS])"
 )
 
 
@@ -64,7 +68,7 @@ def measurement_header(report: Report) -> list[str]:
     return [
         "program",
         "plain forward",
-        *(f"{m}: time (overhead)" for m in report.modes),
+        *(f"{m}: time (overhead)" for m in report.systems),
         "peak memory: plain",
         *(f"{m}: peak memory" for m in report.modes),
         "snapshot: bytes copied",
@@ -75,7 +79,7 @@ def measurement_row(report: Report, program: ProgramResult) -> list[str]:
     return [
         program.name,
         seconds_text(program.forward_seconds),
-        *(time_cell(program, m) for m in report.modes),
+        *(time_cell(program, m) for m in report.systems),
         bytes_text(program.forward_peak_bytes),
         *(memory_cell(program, m) for m in report.modes),
         copied_cell(program),

@@ -9,11 +9,11 @@ block listing the results that mean a bug.
 from __future__ import annotations
 
 from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL
-from mutagrad.report.runner import ModeResult, Outcome, Report
+from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, Report
 from mutagrad.report.summary import category_rows, headline, summarize
 
 WRONG_MARKER = "<<< WRONG GRADIENT"
-ZYGOTE_HEADER = "Zygote"
+ZYGOTE_HEADER = "Zygote (not measured)"
 
 RED = "\033[31;1m"
 GREEN = "\033[32m"
@@ -28,7 +28,7 @@ def _paint(text: str, colour: str, color: bool) -> str:
 def _colour_of(result: ModeResult) -> str:
     if result.outcome is Outcome.OK:
         return GREEN
-    if result.outcome is Outcome.ERROR:
+    if result.outcome in (Outcome.ERROR, Outcome.PROGRAM_ERROR):
         return YELLOW
     return RED
 
@@ -46,12 +46,12 @@ def render_headline(report: Report, color: bool = False) -> str:
 
 
 def render_table(report: Report, color: bool = False) -> str:
-    """One row per program: its category, its cell in each mode, then Zygote's behaviour."""
-    header = ["program", "category", *report.modes, ZYGOTE_HEADER]
+    """One row per program: its category, its cell in each mode and peer, then Zygote's."""
+    header = ["program", "category", *report.systems, ZYGOTE_HEADER]
     rows = [header]
     results = []
     for p in report.programs:
-        row_results = [p.mode(m) for m in report.modes]
+        row_results = [p.mode(m) for m in report.systems]
         results.append(row_results)
         rows.append(
             [p.label, p.program.category, *(r.cell for r in row_results), p.program.zygote or "-"]
@@ -59,13 +59,13 @@ def render_table(report: Report, color: bool = False) -> str:
     aligned = _align(rows)
     width = len("  ".join(aligned[0]).rstrip())
     lines = ["  ".join(aligned[0]).rstrip(), "-" * width]
-    for cells, row_results in zip(aligned[1:], results):
-        first = len(cells) - len(report.modes) - 1
+    for p, cells, row_results in zip(report.programs, aligned[1:], results):
+        first = len(cells) - len(report.systems) - 1
         painted = list(cells)
         for i, r in enumerate(row_results):
             painted[first + i] = _paint(cells[first + i], _colour_of(r), color)
         line = "  ".join(painted).rstrip()
-        if any(r.outcome is Outcome.WRONG for r in row_results):
+        if any(r.outcome in SILENTLY_WRONG for r in p.modes):
             line += "  " + _paint(WRONG_MARKER, RED, color)
         lines.append(line)
     return "\n".join(lines)
@@ -75,16 +75,18 @@ def render_legend() -> str:
     return (
         f"ok: value and gradient match plain numpy and central finite differences "
         f"(rtol {DEFAULT_RTOL:g}, atol {DEFAULT_ATOL:g} x max(1, |reference|));\n"
-        "an error name: mutagrad refused. Poisoned (genuine): the overwritten value was\n"
-        "needed; Poisoned (false alarm): re-run with poisoned captures read anyway, the\n"
-        "gradient was right. WRONG: a value or gradient that differs (a mutagrad bug);\n"
-        "crash: an unexpected exception. Zygote: what Zygote does with the Julia equivalent\n"
-        "(from the seed documents, and its rule that every array mutation raises)."
+        "an error name: refused. Poisoned (genuine): the overwritten value was needed;\n"
+        "Poisoned (false alarm): re-run with poisoned captures read anyway, the gradient was\n"
+        "right. WRONG value: the value differs from plain numpy's; WRONG gradient: the value\n"
+        "is right, the gradient is not (in a mutagrad mode either is a bug). crash: an\n"
+        "unexpected exception. program error: the program fails on plain numpy. Zygote: not\n"
+        "measured; what Zygote does with the Julia equivalent (from the seed documents, and\n"
+        "its rule that every array mutation raises)."
     )
 
 
 def render_failures(report: Report) -> str:
-    """The wrong gradients, crashes and timeouts, one line per program ("" when none)."""
+    """mutagrad's wrong results, crashes and timeouts, one line per program ("" when none)."""
     groups: dict[tuple[str, str], list[ModeResult]] = {}
     for r in report.failures:
         groups.setdefault((r.program, r.outcome.value), []).append(r)
@@ -98,8 +100,8 @@ def render_failures(report: Report) -> str:
             if r.error_type:
                 what += f" ({r.error_type}: {r.error_message})"
             lines.append(f"  KNOWN    {program} [{modes}]: {what}; {issue}")
-        elif r.outcome is Outcome.WRONG:
-            what = "value differs" if r.value_matches is False else "gradient differs"
+        elif r.outcome in SILENTLY_WRONG:
+            what = "value differs" if r.outcome is Outcome.VALUE_DIFFERS else "gradient differs"
             worst = max(x.max_abs_difference or 0.0 for x in results)
             lines.append(
                 f"  WRONG    {program} [{modes}]: {what}; max |gradient - reference| = {worst:.3g}"
@@ -113,11 +115,20 @@ def render_failures(report: Report) -> str:
     return "\n".join(["BUGS (a wrong gradient, a crash or a hang must never happen):", *lines])
 
 
+def render_program_errors(report: Report) -> str:
+    """The corpus programs that fail on plain numpy, with what is wrong ("" when none)."""
+    if not report.program_errors:
+        return ""
+    lines = ["PROGRAM ERRORS (the corpus program fails on plain numpy; nothing was compared):"]
+    lines += [f"  {p.reference_error}" for p in report.program_errors]
+    return "\n".join(lines)
+
+
 def render_verdict_counts(report: Report) -> str:
-    """One line per mode: how its results split into outcomes, in a fixed order."""
+    """One line per mode and peer: how its results split into outcomes, in a fixed order."""
     order = ["ok", "poisoned, genuine", "poisoned, false alarm", "poisoned, undetermined"]
     lines = []
-    for mode in report.modes:
+    for mode in report.systems:
         counts: dict[str, int] = {}
         for p in report.programs:
             r = p.mode(mode)
@@ -125,13 +136,15 @@ def render_verdict_counts(report: Report) -> str:
                 key = f"poisoned, {r.poison_verdict.value}"
             elif r.outcome is Outcome.ERROR:
                 key = str(r.error_type)
+            elif r.outcome in SILENTLY_WRONG:
+                key = r.cell
             else:
-                key = r.outcome.value.upper() if r.outcome is not Outcome.OK else "ok"
+                key = r.outcome.value
             counts[key] = counts.get(key, 0) + 1
         keys = [k for k in order if k in counts]
         keys += sorted(k for k in counts if k not in order)
         lines.append(f"  {mode:<9} " + ", ".join(f"{counts[k]} {k}" for k in keys))
-    return "per mode:\n" + "\n".join(lines)
+    return "per mode and peer:\n" + "\n".join(lines)
 
 
 def render_categories(report: Report) -> str:
@@ -150,6 +163,9 @@ def render_text(report: Report, color: bool = False) -> str:
         render_verdict_counts(report),
         render_categories(report),
     ]
+    program_errors = render_program_errors(report)
+    if program_errors:
+        sections.append(_paint(program_errors, YELLOW, color))
     failures = render_failures(report)
     if failures:
         sections.append(_paint(failures, RED, color))
