@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -135,14 +134,19 @@ class PeerEngine:
     title: str = ""
     """The name in tables and sentences (``JAX``)."""
     module: str = ""
-    """The module whose presence means the peer is installed."""
+    """The module that imports when the peer is installed."""
     distributions: tuple[str, ...] = ()
     """The installed distributions whose versions the report states."""
     how: str = ""
     """One sentence: how a corpus program runs on this peer."""
 
     def available(self) -> bool:
-        return importlib.util.find_spec(self.module) is not None
+        """Whether the peer imports here (an install missing a part, like jaxlib, does not)."""
+        try:
+            importlib.import_module(self.module)
+        except ImportError:
+            return False
+        return True
 
     def versions(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
