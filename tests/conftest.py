@@ -12,7 +12,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from mutagrad.core.engine import MODE, STATE
+from mutagrad.core.engine import STATE
+from mutagrad.core.modes import MODE
 
 settings.register_profile(
     "ci",

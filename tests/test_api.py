@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import mutagrad
-from mutagrad.core.engine import MODE, STATE
+from mutagrad.core.engine import STATE
+from mutagrad.core.modes import MODE, POISON
 from mutagrad.testing import check_gradient
 
 # -- Zygote's documented examples ---------------------------------------------
@@ -135,7 +136,7 @@ def test_mode_per_call_and_per_block():
         mutagrad.gradient(_mutating, x, mode="strict")
     with mutagrad.mode("strict"), pytest.raises(mutagrad.MutationError):
         mutagrad.gradient(_mutating, x)
-    assert MODE.get() == "poison"
+    assert MODE.get() is POISON
 
 
 def test_unknown_mode_is_refused():
@@ -151,7 +152,7 @@ def test_state_is_restored_when_f_raises():
     with pytest.raises(KeyError), mutagrad.mode("strict"):
         mutagrad.gradient(boom, np.ones(2))
     assert STATE.get() is None
-    assert MODE.get() == "poison"
+    assert MODE.get() is POISON
     check_gradient(lambda x: np.sum(np.sin(x)), np.ones(2))
 
 

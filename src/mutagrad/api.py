@@ -28,8 +28,6 @@ import numpy as np
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     LEAF,
-    MODE,
-    MODES,
     STATE,
     ZERO,
     BackwardPass,
@@ -40,6 +38,7 @@ from mutagrad.core.engine import (
     backward,
     collector_paused,
 )
+from mutagrad.core.modes import MODE, Mode, mode_named
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -74,17 +73,11 @@ IDENTITY = IdentityRule("input")
 @contextlib.contextmanager
 def mode(name: str) -> Iterator[None]:
     """Use mutation mode ``name`` ("poison", "strict" or "snapshot") inside the block."""
-    _check_mode(name)
-    token = MODE.set(name)
+    token = MODE.set(mode_named(name))
     try:
         yield
     finally:
         MODE.reset(token)
-
-
-def _check_mode(name: str) -> None:
-    if name not in MODES:
-        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}")
 
 
 _WithGradientFields = namedtuple("WithGradient", ["val", "grad"])
@@ -158,21 +151,18 @@ class _Call:
     def __init__(
         self,
         args: tuple[Any, ...],
-        mode_name: str | None,
+        mode_name: str | Mode | None,
         params: Params | None = None,
         borrow: bool = True,
     ):
-        if mode_name is None:
-            mode_name = MODE.get()  # mutagrad.mode() checked it
-        else:
-            _check_mode(mode_name)
+        policy = MODE.get() if mode_name is None else mode_named(mode_name)
         parent = self.parent = STATE.get()
         if parent is None:
             tape = Tape()
-            trace = Trace(tape, 1, mode_name, None)
+            trace = Trace(tape, 1, policy, None)
         else:
             tape = parent.tape
-            trace = Trace(tape, parent.depth + 1, mode_name, parent)
+            trace = Trace(tape, parent.depth + 1, policy, parent)
         self.tape = tape
         self.trace = trace
         self.start = len(tape.nodes)

@@ -64,6 +64,7 @@ from mutagrad.core.engine import (
     WriteRecord,
     capture,
 )
+from mutagrad.core.modes import POISON
 from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.tangents import is_dense
 from mutagrad.core.trees import flatten
@@ -411,10 +412,10 @@ def _unbind(bound: list[tuple[WrappedValue, Node | None, Node]]) -> None:
             w._node = previous
 
 
-def _save(x: WrappedValue, node: Node, snapshot: bool) -> Capture | _SavedScalar:
+def _save(x: WrappedValue, node: Node, mode: Any) -> Capture | _SavedScalar:
     data = x._data
     if isinstance(data, np.ndarray):
-        return capture(x, data, node, snapshot)
+        return capture(x, data, node, mode)
     return _SavedScalar(data)
 
 
@@ -527,15 +528,14 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     data = out._data
     node = Node(CHECKPOINT_RULE, inputs, tape, tag, data.shape, data.dtype, site)
     guards = _drop_segment(tape, start, recorded, watched, node)
-    snapshot = trace.mode == "snapshot"
-    saved = [_save(x, node, snapshot) if isinstance(x, WrappedValue) else None for x in leaves]
+    saved = [_save(x, node, trace.mode) if isinstance(x, WrappedValue) else None for x in leaves]
     if isinstance(data, np.ndarray) and any(
         isinstance(x, WrappedValue) and np.may_share_memory(data, x._data) for x in leaves
     ):
         data = data.copy()  # f returned (a view of) an argument: the output owns its memory
     result = wrap(data, node)
     output: Any = (
-        capture(result, data, node, snapshot=False)
+        capture(result, data, node, POISON)
         if isinstance(data, np.ndarray)
         else _SavedScalar(data)
     )

@@ -148,16 +148,16 @@ class ClosureRule(Rule):
         site = user_site()
         refuse_complex(y.dtype, f"the rrule for {self.name}", site)
         node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, site)
-        snapshot = trace.mode == "snapshot"
+        mode = trace.mode
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [
-            capture(a, r, node, snapshot, closure=True)
+            capture(a, r, node, mode, closure=True)
             for a, r in zip(args, raw)
             if isinstance(a, WrappedValue) and type(r) is np.ndarray
         ]
         out = wrap(y, node)
         if type(y) is np.ndarray:
-            saved.append(capture(out, y, node, snapshot, closure=True))
+            saved.append(capture(out, y, node, mode, closure=True))
         node.saved = tuple(saved)
         node.kwargs = {"pullback": back}
         tape.nodes.append(node)

@@ -173,7 +173,7 @@ def explain(
         operations = _operations(call)
     finally:
         call.finish()
-    explanation = Explanation(call.trace.mode, operations, outcome, gradient, error)
+    explanation = Explanation(call.trace.mode.name, operations, outcome, gradient, error)
     if file is not None:
         print(explanation, file=file)
     return explanation

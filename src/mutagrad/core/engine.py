@@ -60,9 +60,7 @@ from mutagrad.core.tangents import (
     owned_copy,
     unbroadcast,
 )
-from mutagrad.errors import NotDifferentiableError, PoisonedCaptureError
-
-MODES = ("poison", "strict", "snapshot")
+from mutagrad.errors import NotDifferentiableError, SnapshotUnavailableError
 
 
 class Tape:
@@ -157,11 +155,11 @@ def _remember(table: dict[int, weakref.ref], obj: Any) -> None:
 
 
 class Trace:
-    """One active level of differentiation."""
+    """One active level of differentiation; ``mode`` is its policy (mutagrad.core.modes)."""
 
     __slots__ = ("bit", "depth", "mode", "parent", "tape")
 
-    def __init__(self, tape: Tape, depth: int, mode: str, parent: Trace | None):
+    def __init__(self, tape: Tape, depth: int, mode: Any, parent: Trace | None):
         self.tape = tape
         self.depth = depth
         self.bit = 1 << depth
@@ -170,11 +168,6 @@ class Trace:
 
 
 STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
-MODE: ContextVar[str] = ContextVar("mutagrad_mode", default="poison")
-# For analysis only (the comparison report): read poisoned captures anyway, as an
-# engine without checks would, to tell a genuine poisoning (the gradient changes)
-# from a false alarm (it does not). Never set by any differentiation API.
-UNCHECKED: ContextVar[bool] = ContextVar("mutagrad_unchecked", default=False)
 
 
 class Node:
@@ -276,22 +269,22 @@ class Capture:
         "closure",
         "copied_by",
         "data",
+        "mode",
         "node",
         "poisoned_by",
         "region",
-        "snapshot",
         "tape",
         "version",
     )
 
-    def __init__(self, data: np.ndarray, base: Any, node: Node, snapshot: bool, closure: bool):
+    def __init__(self, data: np.ndarray, base: Any, node: Node, mode: Any, closure: bool):
         self.data = data
         self.region: np.ndarray | None = data
         self.base = base
         self.version = base._version
         self.node = node
         self.tape = node.tape
-        self.snapshot = snapshot  # copy the old data instead of poisoning
+        self.mode = mode  # the policy of the call that saved it: poison, snapshot...
         self.closure = closure  # held by a user closure: cannot be redirected
         self.poisoned_by: WriteRecord | None = None
         self.copied_by: WriteRecord | None = None  # the write a snapshot was taken for
@@ -302,10 +295,30 @@ class Capture:
 
     def read(self) -> np.ndarray:
         if self.poisoned_by is not None:
-            if UNCHECKED.get():
-                return self.region if self.region is not None else self.data
-            raise PoisonedCaptureError(poison_message(self))
+            return self.mode.read_poisoned(self)
         return self.data
+
+    def keep_old_value(self, write: WriteRecord, counted: bool = True) -> None:
+        """Copy the saved data out before ``write`` overwrites it (snapshot mode).
+
+        ``counted``: the copy is reported in ``bytes_copied`` (not for an
+        operation's own input, which any mode keeps this way).
+        """
+        if self.closure:
+            raise SnapshotUnavailableError(
+                f"snapshot mode must keep the old value that the rule for {self.node.rule.name} "
+                f"saved,\n{format_site(self.node.site)}\n"
+                f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
+                "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
+                "cannot redirect to a copy. Register the rule with declared saved values instead:\n"
+                "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
+                "so the engine owns what the pullback reads."
+            )
+        self.data = self.data.copy()
+        self.region = None
+        self.copied_by = write
+        if counted:
+            self.tape.bytes_copied += self.data.nbytes
 
 
 def poison_message(capture: Capture) -> str:
@@ -872,7 +885,7 @@ def record(
         refuse_complex(result.dtype, rule.name, site)
     node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, site)
     need, need_ans = rule.plan(active, len(raw))
-    snapshot = trace.mode == "snapshot"
+    mode = trace.mode
     saved: list[Any] = []
     for i, r in enumerate(raw):
         kind = type(r)
@@ -883,7 +896,7 @@ def record(
                     if raw[j] is r and need[j]:
                         twin = saved[j]
                         break
-                saved.append(twin if twin is not None else save_value(r, args[i], node, snapshot))
+                saved.append(twin if twin is not None else save_value(r, args[i], node, mode))
             else:
                 saved.append(r)  # an immutable scalar (or a parameter) is its own copy
         elif kind is np.ndarray:
@@ -951,15 +964,15 @@ def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
         )
 
 
-def save_output(node: Node, wrapped: Any, snapshot: bool) -> None:
+def save_output(node: Node, wrapped: Any, mode: Any) -> None:
     """Fill the output slot of ``node.saved`` with the (wrapped) output."""
-    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, snapshot))
+    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, mode))
 
 
-def save_value(raw: Any, arg: Any, node: Node, snapshot: bool) -> Any:
+def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
     if type(raw) is np.ndarray:
         if hasattr(arg, "_mutagrad_traced"):
-            return capture(arg, raw, node, snapshot)
+            return capture(arg, raw, node, mode)
         # A raw ndarray lies outside the version system: keep a private copy.
         node.tape.guard_bytes += raw.nbytes
         return raw.copy()
@@ -969,11 +982,15 @@ def save_value(raw: Any, arg: Any, node: Node, snapshot: bool) -> Any:
 
 
 def capture(
-    wrapped: Any, data: np.ndarray, node: Node, snapshot: bool, closure: bool = False
+    wrapped: Any, data: np.ndarray, node: Node, mode: Any, closure: bool = False
 ) -> Capture:
-    """Register ``data`` (memory of ``wrapped``) as saved for ``node``'s pullback."""
+    """Register ``data`` (memory of ``wrapped``) as saved for ``node``'s pullback.
+
+    ``mode`` is the policy of the call recording ``node``: it decides what an
+    overlapping write does to the capture, and what reading it then gives.
+    """
     base = wrapped._base if wrapped._base is not None else wrapped
-    c = Capture(data, base, node, snapshot, closure)
+    c = Capture(data, base, node, mode, closure)
     node.tape.captures.append(c)
     caps = base._captures
     if caps is None:

@@ -27,7 +27,6 @@ import numpy as np
 
 from mutagrad.core.engine import (
     STATE,
-    Capture,
     Node,
     Trace,
     VjpRule,
@@ -64,9 +63,7 @@ from mutagrad.errors import (
     FrozenBufferError,
     MissingRuleError,
     MutagradError,
-    MutationError,
     NotDifferentiableError,
-    SnapshotUnavailableError,
     TracerConversionError,
 )
 
@@ -77,21 +74,6 @@ from mutagrad.errors import (
 def describe_array(w: WrappedArray) -> str:
     kind = "view" if w._base is not None else "array"
     return f"{w.dtype} {kind} of shape {w.shape}"
-
-
-def strict_message(operation: str, w: WrappedArray, site: Any) -> str:
-    return (
-        f"Mutating arrays is not supported -- called {operation} on {describe_array(w)}\n"
-        f"{format_site(site)}\n"
-        "This error occurs when you ask mutagrad to differentiate, in strict mode, an operation\n"
-        "that changes the elements of an array in place (x[i] = ..., x += ..., out=...).\n"
-        "Possible fixes:\n"
-        "  - avoid mutating operations (preferred): build a new array instead;\n"
-        "  - write into a mutagrad.Buffer and call buffer.copy() when it is complete;\n"
-        "  - give the mutating function a custom rule (@mutagrad.rrule or mutagrad.defvjp);\n"
-        '  - or differentiate with mode="poison" (the default), which accepts a mutation\n'
-        "    whenever no gradient needs the overwritten value."
-    )
 
 
 def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> WrappedArray:
@@ -126,8 +108,9 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
             "cannot change afterwards. Write everything before calling copy(), or start a\n"
             "new Buffer."
         )
-    if trace is not None and trace.mode == "strict" and (thawed or not flags & BUFFER):
-        raise MutationError(strict_message(operation, w, user_site()))
+    if trace is not None:
+        buffer = bool(flags & BUFFER) and not thawed
+        trace.mode.check_write(operation, describe_array(w), user_site(), buffer)
     if not w._data.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
     if flags & BORROWED:
@@ -231,29 +214,11 @@ def invalidate(
             if region is not None:
                 keep.append(c)
             continue
-        if c.node is own or c.snapshot:
-            _snapshot(c, write, own)
+        if c.node is own:
+            c.keep_old_value(write, counted=False)  # an operation never poisons its own input
         else:
-            c.poisoned_by = write
+            c.mode.overwrite(c, write)
     base._captures = keep
-
-
-def _snapshot(c: Capture, write: WriteRecord, own: Node | None) -> None:
-    if c.closure:
-        raise SnapshotUnavailableError(
-            f"snapshot mode must keep the old value that the rule for {c.node.rule.name} saved,\n"
-            f"{format_site(c.node.site)}\n"
-            f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
-            "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
-            "cannot redirect to a copy. Register the rule with declared saved values instead:\n"
-            "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
-            "so the engine owns what the pullback reads."
-        )
-    c.data = c.data.copy()
-    c.region = None
-    c.copied_by = write
-    if c.node is not own:
-        c.tape.bytes_copied += c.data.nbytes
 
 
 # --------------------------------------------------------------------------
@@ -509,7 +474,7 @@ def write_in_place(
     base._version += 1
     if trace is not None:
         if node is not None and need_ans:
-            save_output(node, out, trace.mode == "snapshot")
+            save_output(node, out, trace.mode)
         if node is not None and out._base is None:
             base._node = node  # the op's value is the array's whole new value
             trace.tape.touch(base)

@@ -633,10 +633,10 @@ def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     return x._data, node_of(x, tape)
 
 
-def _saved_operand(raw: Any, arg: Any, needed: bool, node: Node, snapshot: bool) -> Any:
+def _saved_operand(raw: Any, arg: Any, needed: bool, node: Node, mode: Any) -> Any:
     kind = type(raw)
     if needed:
-        return save_value(raw, arg, node, snapshot) if kind is np.ndarray or kind is list else raw
+        return save_value(raw, arg, node, mode) if kind is np.ndarray or kind is list else raw
     return Meta(raw.shape, raw.dtype) if kind is np.ndarray else raw
 
 
@@ -688,30 +688,30 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     if result.dtype.kind == "c":
         engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
     node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
-    snapshot = trace.mode == "snapshot"
+    mode = trace.mode
     # _saved_operand, inlined for the common cases: an array not read (its
     # shape), a WrappedArray read (a capture) and a Python number.
     kind = type(ra)
     if not need[0]:
         saved_a = Meta(ra.shape, ra.dtype) if kind is np.ndarray else ra
     elif kind is np.ndarray and isinstance(a, WrappedValue):
-        saved_a = capture(a, ra, node, snapshot)
+        saved_a = capture(a, ra, node, mode)
     else:
-        saved_a = _saved_operand(ra, a, True, node, snapshot)
+        saved_a = _saved_operand(ra, a, True, node, mode)
     kind = type(rb)
     if not need[1]:
         saved_b = Meta(rb.shape, rb.dtype) if kind is np.ndarray else rb
     elif need[0] and rb is ra:
         saved_b = saved_a  # x * x: one array, saved once
     elif kind is np.ndarray and isinstance(b, WrappedValue):
-        saved_b = capture(b, rb, node, snapshot)
+        saved_b = capture(b, rb, node, mode)
     else:
-        saved_b = _saved_operand(rb, b, True, node, snapshot)
+        saved_b = _saved_operand(rb, b, True, node, mode)
     node.saved = (saved_a, saved_b, None)
     tape.nodes.append(node)  # type: ignore[union-attr]
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, snapshot)
+        save_output(node, out, mode)
     return out
 
 
@@ -737,12 +737,12 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     if result.dtype.kind == "c":
         engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
     node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
-    snapshot = trace.mode == "snapshot"
-    node.saved = (_saved_operand(ra, a, need[0], node, snapshot), None)
+    mode = trace.mode
+    node.saved = (_saved_operand(ra, a, need[0], node, mode), None)
     trace.tape.nodes.append(node)
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, snapshot)
+        save_output(node, out, mode)
     return out
 
 
@@ -1051,7 +1051,7 @@ def apply(
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
     out = wrap(result, node)
     if need_ans:
-        save_output(node, out, trace.mode == "snapshot")
+        save_output(node, out, trace.mode)
     return out
 
 
