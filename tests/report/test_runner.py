@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import time
 
+import attrs
 import numpy as np
 import pytest
 
@@ -27,7 +28,7 @@ from mutagrad.report import (
     run_report,
 )
 from mutagrad.report.limits import ProgramTimeout, limit_available, time_limit
-from mutagrad.report.progress import ProgressBar
+from mutagrad.report.progress import LOG_EVERY, Progress
 from mutagrad.report.runner import Settings, compare
 from mutagrad.report.text import WRONG_MARKER
 
@@ -133,16 +134,17 @@ def test_a_wrong_gradient_is_detected_and_shown_in_red_everywhere():
     assert len(report.failures) == 3
 
     text = render_text(report, color=True)
-    assert "\033[31;1mSILENTLY WRONG gradients: wrong rule [strict, poison, snapshot]." in text
+    sentence = "SILENTLY WRONG values or gradients: wrong rule [strict, poison, snapshot]."
+    assert "\033[31;1m" + sentence in text
     assert WRONG_MARKER in text and "BUGS" in text
     html = render_html(report, plots=None)
-    assert '<li class="alarm">SILENTLY WRONG gradients: wrong rule' in html
-    assert '<td class="wrong"' in html
+    assert '<li class="alarm">' + sentence in html
+    assert '<td class="result wrong"' in html
     md = render_markdown(report)
-    assert '<span style="color:#c62828">**SILENTLY WRONG gradients: wrong rule' in md
+    assert '<span style="color:#c62828">**' + sentence in md
 
 
-def test_a_wrong_value_is_wrong_even_with_a_right_gradient():
+def test_a_wrong_value_is_a_failure_even_with_a_right_gradient():
     @mutagrad.primitive
     def shifted(x):
         return np.sum(x)
@@ -153,8 +155,11 @@ def test_a_wrong_value_is_wrong_even_with_a_right_gradient():
 
     result = run_program(_program(shifted, mutates=False), FAST)
     r = result.mode("poison")
-    assert r.outcome is Outcome.WRONG and r.value_matches is False
+    assert r.outcome is Outcome.VALUE_DIFFERS and r.value_matches is False
+    assert r.cell == "WRONG value"
     assert r.max_abs_difference < 1e-6
+    report = run_report([_program(shifted, mutates=False)], repeats=1, measure_memory=False)
+    assert len(report.failures) == 3  # a mutagrad value that differs is a bug like a gradient
 
 
 def _hangs_when_traced(x):
@@ -200,15 +205,26 @@ def test_crashes_and_hangs_are_recorded_and_the_run_goes_on():
     assert crash.mode("strict").error_type == "RuntimeError"
     assert crash.mode("strict").error_message == "boom"
     broken = report.program("_fails_everywhere")
-    assert broken.reference_error == "on plain ndarrays: ValueError: not even on plain ndarrays"
-    assert {r.cell for r in broken.modes} == {"crash: program"}
+    assert broken.reference_error == (
+        "_fails_everywhere fails on plain ndarrays (test_runner.py, line "
+        f"{_fails_everywhere.__code__.co_firstlineno + 1}): ValueError: not even on plain ndarrays"
+    )
+    assert {r.cell for r in broken.modes} == {"program error"}
     forever = report.program("_loops_forever")
-    assert forever.reference_error.startswith("on plain ndarrays: exceeded the time limit")
-    assert {r.outcome for r in forever.modes} == {Outcome.TIMEOUT}
+    assert (
+        forever.reference_error
+        == "_loops_forever on plain ndarrays exceeded the time limit of 0.3 s"
+    )
+    assert {r.outcome for r in forever.modes} == {Outcome.PROGRAM_ERROR}
     assert report.program("genuine").mode("snapshot").outcome is Outcome.OK  # went on
+    assert [p.name for p in report.program_errors] == ["_fails_everywhere", "_loops_forever"]
+    # Errors in the corpus are not mutagrad bugs: they get their own block.
+    assert {r.program for r in report.failures} == {"_hangs_when_traced", "_crashes_when_traced"}
     text = render_text(report)
     assert "Crashed: _crashes_when_traced [strict, poison, snapshot]" in text
     assert "timed out: _hangs_when_traced [strict, poison, snapshot]" in text
+    errors = text[text.index("PROGRAM ERRORS") : text.index("BUGS")]
+    assert "_fails_everywhere fails on plain ndarrays" in errors and "_loops_forever" in errors
     assert STATE.get() is None
 
 
@@ -238,17 +254,34 @@ class _FakeTerminal(io.StringIO):
 
 def test_progress_bar_draws_on_a_terminal_and_erases_itself():
     stream = _FakeTerminal()
-    bar = ProgressBar(4, stream)
-    bar.update(1, "first")
-    bar.update(4, "done")
-    bar.close()
+    progress = Progress(4, stream)
+    progress.starting(1, "first", "seed")
+    progress.finished()
+    progress.close()
     text = stream.getvalue()
     assert "\r[######------------------] 1/4  first" in text
     assert "4/4  done" in text
-    assert text.endswith("\r")
+    assert text.endswith("\r") and "\n" not in text
 
 
-def test_progress_is_quiet_when_not_a_terminal():
+def test_progress_in_a_log_is_one_line_per_category():
     stream = io.StringIO()
-    run_report([_program(same_value)], repeats=1, sample_seconds=1e-4, progress=stream)
-    assert stream.getvalue() == ""
+    programs = [_program(same_value, name=f"p{i}") for i in range(3)]
+    programs = [attrs.evolve(p, category=c) for p, c in zip(programs, ["a", "a", "b"])]
+    run_report(programs, repeats=1, sample_seconds=1e-4, measure_memory=False, progress=stream)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "  2/3 programs (a done)",
+        "  3/3 programs (b done)",
+    ]
+    assert all(line.endswith(" s") for line in lines)
+
+
+def test_progress_in_a_log_of_one_big_category_prints_every_few_dozen_programs():
+    stream = io.StringIO()
+    progress = Progress(120, stream)
+    for done in range(120):
+        progress.starting(done, f"p{done}", "one")
+    progress.finished()
+    counts = [line.split("/")[0].strip() for line in stream.getvalue().splitlines()]
+    assert counts == [str(LOG_EVERY), str(2 * LOG_EVERY), "120"]

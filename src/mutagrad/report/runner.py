@@ -1,44 +1,60 @@
-"""The report's runner: differentiate every program in every mode, judge and measure it.
+"""The report's runner: differentiate every program with every engine, judge and measure it.
 
 For each :class:`~mutagrad.report.corpus.Program` the runner
 
-1. runs the function on plain ndarrays (it must work there) and times that
-   plain forward pass: the baseline of the overhead ratio;
+1. runs the function on plain ndarrays (it must work there, returning a
+   scalar) and times that plain forward pass: the baseline of the overhead
+   ratio. A program that fails there, or returns something else than a
+   scalar, is an error in the corpus, not in any engine: every result is then
+   ``program error`` with what is wrong (:attr:`ProgramResult.reference_error`),
+   and no engine is called;
 2. computes the reference gradient by central finite differences on plain
    ndarrays (:func:`mutagrad.testing.numerical_gradient`);
-3. for every mode (strict, poison, snapshot) calls
-   :func:`mutagrad.withgradient` once and judges it, giving an
+3. for every mutagrad mode (strict, poison, snapshot) calls
+   :func:`mutagrad.withgradient` once, and for every peer engine
+   (:mod:`mutagrad.report.peers`: JAX, autograd, MyGrad) runs the program
+   unchanged on that engine once, and judges the result, giving an
    :class:`Outcome`:
 
-   * ``ok``      – value and gradient match the plain run and the reference;
-   * ``error``   – a mutagrad error: a deliberate refusal (``MutationError``,
-     ``PoisonedCaptureError``, ``TracerConversionError``, ...);
-   * ``wrong``   – a value or gradient that differs. This must never happen:
-     mutagrad's promise is an error rather than a wrong number;
-   * ``crash``   – any other exception, in mutagrad or in the program;
-   * ``timeout`` – the call exceeded the per-call time limit;
+   * ``ok``            – value and gradient match the plain run and the reference;
+   * ``error``         – refused: mutagrad raised one of its errors (a
+     deliberate refusal: ``MutationError``, ``PoisonedCaptureError``, ...), or a
+     peer raised any exception while running or differentiating the program;
+   * ``value differs`` – the value differs from plain numpy's: the engine ran
+     the program but computed something else (JAX's ``v *= 2`` on a slice
+     rebinds ``v`` instead of writing through it);
+   * ``wrong``         – the value is right, the gradient is not;
+   * ``crash``         – for mutagrad any exception that is not a mutagrad
+     error; for a peer an internal failure (``AssertionError``,
+     ``SystemError``, ``RecursionError``, ``MemoryError``);
+   * ``timeout``       – the call exceeded the per-call time limit;
+   * ``program error`` – the program itself fails on plain numpy (step 1).
 
+   For mutagrad a differing value or gradient must never happen: its promise
+   is an error rather than a wrong number. For the peers they are what the
+   comparison is about;
 4. for a ``PoisonedCaptureError``, repeats the call under the analysis-only
    :data:`mutagrad.core.modes.UNCHECKED` policy, so poisoned captures are read
    anyway, as an engine without the check would read them. If that gradient
    matches the reference the error was a *false alarm* (the overwritten value
    was not needed, or was rewritten unchanged); if it differs the error was
    *genuine* (without the check the gradient would have been silently wrong);
-5. times the plain call and every ``ok`` or ``wrong`` gradient call: the
-   median over ``repeats`` samples, each of enough consecutive calls to last
+5. times the plain call and every gradient call that returned (``ok``,
+   ``value differs`` or ``wrong``), mutagrad's and the peers': the median over
+   ``repeats`` samples, each of enough consecutive calls to last
    ``sample_seconds``, with the garbage collector paused as ``timeit`` does.
-   The samples are taken round-robin (plain, strict, poison, snapshot, plain,
-   ...) so a drift of the machine touches every mode alike (:func:`measure`).
-   Then it measures each call's peak memory with ``tracemalloc``, in separate
-   calls, so tracing never distorts the timing. Snapshot mode's
-   ``bytes_copied`` comes from the judged call.
+   The samples are taken round-robin (plain, strict, poison, snapshot, jax,
+   ..., plain, ...) so a drift of the machine touches every engine alike
+   (:func:`measure`). Then it measures each mutagrad call's peak memory with
+   ``tracemalloc``, in separate calls, so tracing never distorts the timing
+   (not the peers': JAX allocates outside Python's allocator, where
+   tracemalloc cannot see). Snapshot mode's ``bytes_copied`` comes from the
+   judged call.
 
 Every call gets fresh copies of the arguments and runs in a copy of the
 current context (:func:`mutagrad.report.limits.isolated`), under the per-call
 time limit (:func:`mutagrad.report.limits.time_limit`, ``SIGALRM``). A program
-that crashes or hangs is recorded as such and the run goes on. If the program
-fails on plain ndarrays there is nothing to compare with: every mode is then
-recorded as that program's crash or timeout, and mutagrad is not called.
+that crashes or hangs is recorded as such and the run goes on.
 """
 
 from __future__ import annotations
@@ -49,7 +65,9 @@ import gc
 import math
 import statistics
 import time
+import traceback
 import tracemalloc
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -62,7 +80,8 @@ from mutagrad.core.modes import UNCHECKED
 from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL, Program
 from mutagrad.report.environment import environment
 from mutagrad.report.limits import ProgramTimeout, isolated, limit_available, time_limit
-from mutagrad.report.progress import ProgressBar
+from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
+from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
@@ -72,15 +91,24 @@ DEFAULT_SAMPLE_SECONDS = 0.01
 FINITE_DIFFERENCE_STEP = 1e-6
 MAX_CALLS_PER_SAMPLE = 200
 
+# A peer failing with one of these broke inside; any other exception is the peer refusing.
+PEER_INTERNAL_FAILURES = (AssertionError, SystemError, RecursionError, MemoryError)
+
 
 class Outcome(enum.Enum):
-    """The verdict on one program in one mode (see the module docstring)."""
+    """The verdict on one program in one mode or peer (see the module docstring)."""
 
     OK = "ok"
     ERROR = "error"
+    VALUE_DIFFERS = "value differs"
     WRONG = "wrong"
     CRASH = "crash"
     TIMEOUT = "timeout"
+    PROGRAM_ERROR = "program error"
+
+
+SILENTLY_WRONG = (Outcome.VALUE_DIFFERS, Outcome.WRONG)
+"""Outcomes where a number came back and it was not the right one."""
 
 
 class PoisonVerdict(enum.Enum):
@@ -98,6 +126,8 @@ class Settings:
 
     corpus: str
     modes: tuple[str, ...] = MODES
+    engines: tuple[str, ...] = (MUTAGRAD,)
+    """mutagrad, then the peers (:data:`mutagrad.report.peers.PEERS`) that run beside it."""
     repeats: int = DEFAULT_REPEATS
     time_limit: float | None = DEFAULT_TIME_LIMIT
     sample_seconds: float = DEFAULT_SAMPLE_SECONDS
@@ -106,31 +136,40 @@ class Settings:
     finite_difference_step: float = FINITE_DIFFERENCE_STEP
     measure_memory: bool = True
 
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return tuple(e for e in self.engines if e != MUTAGRAD)
+
 
 @attrs.frozen
 class ModeResult:
-    """What differentiating one program in one mode gave, and what it cost."""
+    """What differentiating one program in one mutagrad mode, or on one peer, gave and cost.
+
+    For a peer, ``engine`` and ``mode`` are both the peer's name (``jax``):
+    ``mode`` is the column the result belongs to in every table.
+    """
 
     program: str
     mode: str
     outcome: Outcome
+    engine: str = MUTAGRAD
     error_type: str | None = None
     error_message: str | None = None
     """The first line of the error's message."""
     max_abs_difference: float | None = None
     """Largest |gradient - reference| over all arguments, when a gradient came back."""
     value_matches: bool | None = None
-    """Whether the value equals the plain numpy run's (a differing value is WRONG too)."""
+    """Whether the value equals the plain numpy run's (else the outcome is VALUE_DIFFERS)."""
     bytes_copied: int | None = None
-    """Snapshot mode: old data copied before writes (0 in the other modes)."""
+    """Snapshot mode: old data copied before writes (0 in the other modes; None for peers)."""
     seconds: float | None = None
-    """Median wall time of one gradient call (only for ok and wrong outcomes)."""
+    """Median wall time of one gradient call (when the call returned a gradient)."""
     sample_seconds: tuple[float, ...] = ()
     """Every timing sample (seconds per call); ``seconds`` is their median."""
     samples: int = 0
     calls_per_sample: int = 0
     peak_bytes: int | None = None
-    """Peak memory traced by tracemalloc during one gradient call."""
+    """Peak memory traced by tracemalloc during one gradient call (mutagrad only)."""
     poison_verdict: PoisonVerdict | None = None
     unchecked_max_abs_difference: float | None = None
     unchecked_error: str | None = None
@@ -140,14 +179,22 @@ class ModeResult:
         return self.outcome is Outcome.OK
 
     @property
+    def is_peer(self) -> bool:
+        return self.engine != MUTAGRAD
+
+    @property
     def cell(self) -> str:
-        """Short text for tables: "ok", an error's class name, "WRONG", "crash: X", "timeout"."""
+        """Short text for tables: "ok", an error's class name, "WRONG gradient", "timeout", ..."""
         if self.outcome is Outcome.OK:
             return "ok"
         if self.outcome is Outcome.WRONG:
-            return "WRONG"
+            return "WRONG gradient"
+        if self.outcome is Outcome.VALUE_DIFFERS:
+            return "WRONG value"
         if self.outcome is Outcome.TIMEOUT:
             return "timeout"
+        if self.outcome is Outcome.PROGRAM_ERROR:
+            return "program error"
         if self.outcome is Outcome.CRASH:
             return f"crash: {self.error_type}"
         if self.poison_verdict is PoisonVerdict.GENUINE:
@@ -161,12 +208,13 @@ class ModeResult:
 
 @attrs.frozen
 class ProgramResult:
-    """A program's reference, its plain numpy cost and its result in every mode."""
+    """A program's reference, its plain numpy cost and its result in every mode and peer."""
 
     program: Program
     modes: tuple[ModeResult, ...]
+    peers: tuple[ModeResult, ...] = ()
     reference_error: str | None = None
-    """Why the program has no reference (it failed on plain ndarrays), or None."""
+    """What is wrong with the program itself (it fails on plain ndarrays), or None."""
     reference_seconds: float | None = None
     forward_seconds: float | None = None
     """Median wall time of one plain numpy call of the program."""
@@ -182,14 +230,20 @@ class ProgramResult:
         """The name for tables: marked when the program reproduces a known mutagrad bug."""
         return f"{self.name} [known bug]" if self.program.known_issue else self.name
 
+    @property
+    def results(self) -> tuple[ModeResult, ...]:
+        """mutagrad's results, then the peers'."""
+        return self.modes + self.peers
+
     def mode(self, name: str) -> ModeResult:
-        for r in self.modes:
+        """The result in mutagrad mode ``name``, or of peer ``name``."""
+        for r in self.results:
             if r.mode == name:
                 return r
         raise KeyError(name)
 
     def overhead(self, mode: str) -> float | None:
-        """Gradient time in ``mode`` over the plain forward time (accepted results only)."""
+        """Gradient time in ``mode`` (or peer) over the plain forward time (accepted results)."""
         r = self.mode(mode)
         if r.outcome is not Outcome.OK or not r.seconds or not self.forward_seconds:
             return None
@@ -208,7 +262,17 @@ class Report:
 
     @property
     def modes(self) -> tuple[str, ...]:
+        """mutagrad's modes."""
         return self.settings.modes
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return self.settings.peers
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """Every column of the comparison: mutagrad's modes, then the peers."""
+        return self.modes + self.peers
 
     def program(self, name: str) -> ProgramResult:
         for p in self.programs:
@@ -221,18 +285,28 @@ class Report:
 
     @property
     def results(self) -> tuple[ModeResult, ...]:
+        """mutagrad's results (the peers' are in :attr:`peer_results`)."""
         return tuple(r for p in self.programs for r in p.modes)
 
     @property
+    def peer_results(self) -> tuple[ModeResult, ...]:
+        return tuple(r for p in self.programs for r in p.peers)
+
+    @property
     def failures(self) -> tuple[ModeResult, ...]:
-        """Wrong gradients, crashes and timeouts: results that mean a bug somewhere."""
-        bad = (Outcome.WRONG, Outcome.CRASH, Outcome.TIMEOUT)
+        """mutagrad's wrong values and gradients, crashes and timeouts: each means a bug."""
+        bad = (*SILENTLY_WRONG, Outcome.CRASH, Outcome.TIMEOUT)
         return tuple(r for r in self.results if r.outcome in bad)
 
     @property
     def unexpected_failures(self) -> tuple[ModeResult, ...]:
         """The failures of programs not marked with a ``known_issue``."""
         return tuple(r for r in self.failures if not self.program(r.program).program.known_issue)
+
+    @property
+    def program_errors(self) -> tuple[ProgramResult, ...]:
+        """Programs that fail on plain numpy: errors in the corpus, compared with nothing."""
+        return tuple(p for p in self.programs if p.reference_error is not None)
 
 
 # ---------------------------------------------------------------------------
@@ -251,9 +325,7 @@ def first_line(error: BaseException) -> str:
 
 def as_float(value: Any) -> float:
     """A program's scalar result as a float (a tuple result: its first element)."""
-    if isinstance(value, tuple):
-        value = value[0]
-    return float(np.asarray(value))
+    return float(np.asarray(first_output(value)))
 
 
 def compare(
@@ -294,6 +366,21 @@ def _gradient_call(program: Program, mode: str, unchecked: bool = False) -> Any:
 
     def call() -> Any:
         return mutagrad.withgradient(program.function, *fresh_args(program.args), mode=policy)
+
+    return call
+
+
+def _peer_call(
+    peer: PeerEngine, function: Callable[..., Any], program: Program, wrt: Sequence[int]
+) -> Callable[[], tuple[float, list[Any]]]:
+    """One gradient call of ``function`` (the program as ``peer.prepare`` made it) on ``peer``."""
+
+    def call() -> tuple[float, list[Any]]:
+        # A peer's own warnings (autograd's "output seems independent of input", overflow
+        # inside MyGrad's pullbacks) say nothing the judged result does not, and flood a log.
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return peer.value_and_gradient(function, fresh_args(program.args), wrt)
 
     return call
 
@@ -348,6 +435,8 @@ class _Timed:
 
     run: Callable[[], Any]
     first_seconds: float
+    traced_memory: bool = True
+    """Whether tracemalloc sees what the call allocates (not for JAX's buffers)."""
     calls: int = 0
     samples: list[float] = attrs.Factory(list)
     peak_bytes: int | None = None
@@ -361,7 +450,7 @@ def measure(timed: list[_Timed], settings: Settings) -> None:
     """Time every call in ``timed`` round-robin, then measure each one's peak memory.
 
     Round ``k`` takes sample ``k`` of every call in turn, so a slow drift of
-    the machine (another process, the CPU clock) touches all modes alike and
+    the machine (another process, the CPU clock) touches all engines alike and
     the ratios between them stay fair. A sample over the time limit ends that
     call's timing (the samples so far are kept). Memory is measured afterwards,
     one call each, so tracing never distorts the timing.
@@ -378,6 +467,8 @@ def measure(timed: list[_Timed], settings: Settings) -> None:
                 active.remove(t)
     if settings.measure_memory:
         for t in timed:
+            if not t.traced_memory:
+                continue
             try:
                 with time_limit(settings.time_limit):
                     t.peak_bytes = peak_bytes(t.run)
@@ -394,21 +485,60 @@ class _Reference:
     value: float | None = None
     gradient: list[Any] | None = None
     error: str | None = None
-    timed_out: bool = False
     seconds: float | None = None
     forward_seconds: float | None = None
     """The first plain call's duration (the median comes from :func:`measure`)."""
 
+    @property
+    def differentiated(self) -> tuple[int, ...]:
+        """Positions of the arguments that have a derivative (what the peers differentiate)."""
+        return tuple(k for k, g in enumerate(self.gradient or ()) if g is not None)
+
+
+def _where(error: BaseException, program: Program) -> str:
+    """`` (file.py, line 12)``: the innermost line of the program's own code that raised."""
+    code = getattr(program.function, "__code__", None)
+    if code is None:
+        return ""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == code.co_filename
+    ]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" ({frame.filename.rsplit('/', 1)[-1]}, line {frame.lineno})"
+
+
+def _scalar_problem(value: Any) -> str | None:
+    """Why a program's result is not a scalar the report can compare, or None if it is."""
+    value = first_output(value)
+    try:
+        array = np.asarray(value)
+    except Exception:
+        return f"returns a {type(value).__name__}; programs must return a scalar"
+    if array.ndim != 0:
+        return f"returns shape {array.shape}; programs must return a scalar"
+    if array.dtype.kind not in "fiu":
+        return f"returns a {array.dtype} value; programs must return a real scalar"
+    return None
+
 
 def _reference(program: Program, settings: Settings) -> _Reference:
     """Run ``program`` on plain ndarrays and take finite differences."""
+    name = program.name
     try:
         with time_limit(settings.time_limit):
             start = time.perf_counter()
-            value = as_float(isolated(_forward_call(program)))
+            result = isolated(_forward_call(program))
             first = time.perf_counter() - start
+        problem = _scalar_problem(result)
+        if problem is not None:
+            return _Reference(error=f"{name} {problem}")
+        value = as_float(result)
         if not math.isfinite(value):
-            return _Reference(error=f"the program returns {value} on plain ndarrays")
+            return _Reference(error=f"{name} returns {value} on plain ndarrays")
         with time_limit(settings.time_limit):
             start = time.perf_counter()
             gradient = isolated(
@@ -419,12 +549,15 @@ def _reference(program: Program, settings: Settings) -> _Reference:
             )
             reference_seconds = time.perf_counter() - start
     except ProgramTimeout as timeout:
-        return _Reference(error=f"on plain ndarrays: {timeout}", timed_out=True)
+        return _Reference(error=f"{name} on plain ndarrays {timeout}")
     except Exception as error:
-        return _Reference(error=f"on plain ndarrays: {type(error).__name__}: {first_line(error)}")
+        return _Reference(
+            error=f"{name} fails on plain ndarrays{_where(error, program)}: "
+            f"{type(error).__name__}: {first_line(error)}"
+        )
     for g in gradient:
         if g is not None and not np.all(np.isfinite(g)):
-            return _Reference(error="finite differences give a non-finite gradient")
+            return _Reference(error=f"{name}: finite differences give a non-finite gradient")
     return _Reference(
         value=value, gradient=gradient, seconds=reference_seconds, forward_seconds=first
     )
@@ -458,6 +591,52 @@ def _tolerances(program: Program, settings: Settings) -> tuple[float, float]:
     return rtol, atol
 
 
+def _judged(
+    program: Program,
+    column: str,
+    engine: str,
+    value: Any,
+    gradient: Sequence[Any],
+    reference: _Reference,
+    settings: Settings,
+    seconds: float,
+    **fields: Any,
+) -> ModeResult:
+    """The verdict on a call that returned: value first, then the gradient."""
+    assert reference.gradient is not None and reference.value is not None
+    rtol, atol = _tolerances(program, settings)
+    matches, difference = compare(tuple(gradient), reference.gradient, rtol, atol)
+    try:
+        value_ok = values_match(as_float(value), reference.value, rtol)
+    except (TypeError, ValueError):
+        value_ok = False
+    outcome = Outcome.OK if matches else Outcome.WRONG
+    if not value_ok:  # the forward pass already went astray: the gradient says no more
+        outcome = Outcome.VALUE_DIFFERS
+    return ModeResult(
+        program=program.name,
+        mode=column,
+        engine=engine,
+        outcome=outcome,
+        max_abs_difference=difference,
+        value_matches=value_ok,
+        seconds=seconds,
+        samples=1,
+        calls_per_sample=1,
+        **fields,
+    )
+
+
+def _not_run(program: Program, column: str, engine: str, reference: _Reference) -> ModeResult:
+    return ModeResult(
+        program=program.name,
+        mode=column,
+        engine=engine,
+        outcome=Outcome.PROGRAM_ERROR,
+        error_message=reference.error,
+    )
+
+
 def judge_mode(
     program: Program, mode: str, reference: _Reference, settings: Settings
 ) -> tuple[ModeResult, float | None]:
@@ -467,15 +646,7 @@ def judge_mode(
     gradient (``None`` otherwise: there is nothing to time).
     """
     if reference.error is not None:
-        result = ModeResult(
-            program=program.name,
-            mode=mode,
-            outcome=Outcome.TIMEOUT if reference.timed_out else Outcome.CRASH,
-            error_type=None if reference.timed_out else "program",
-            error_message=reference.error,
-        )
-        return result, None
-    assert reference.gradient is not None and reference.value is not None
+        return _not_run(program, mode, MUTAGRAD, reference), None
     start = time.perf_counter()
     try:
         with time_limit(settings.time_limit):
@@ -499,33 +670,81 @@ def judge_mode(
         )
         return result, None
     first = time.perf_counter() - start
-    rtol, atol = _tolerances(program, settings)
-    matches, difference = compare(tuple(outcome.grad), reference.gradient, rtol, atol)
-    try:
-        value_ok = values_match(as_float(outcome.val), reference.value, rtol)
-    except (TypeError, ValueError):
-        value_ok = False
-    result = ModeResult(
-        program=program.name,
-        mode=mode,
-        outcome=Outcome.OK if matches and value_ok else Outcome.WRONG,
-        max_abs_difference=difference,
-        value_matches=value_ok,
+    result = _judged(
+        program, mode, MUTAGRAD, outcome.val, outcome.grad, reference, settings, first,
         bytes_copied=int(outcome.bytes_copied),
-        seconds=first,
-        samples=1,
-        calls_per_sample=1,
-    )
+    )  # fmt: skip
     return result, first
 
 
+def judge_peer(
+    peer: PeerEngine,
+    function: Callable[..., Any],
+    program: Program,
+    reference: _Reference,
+    settings: Settings,
+) -> tuple[ModeResult, float | None]:
+    """Run ``program`` once on ``peer`` (``function`` as ``peer.prepare`` made it) and judge it."""
+    if reference.error is not None:
+        return _not_run(program, peer.name, peer.name, reference), None
+    call = _peer_call(peer, function, program, reference.differentiated)
+    start = time.perf_counter()
+    try:
+        with time_limit(settings.time_limit):
+            value, gradient = isolated(call)
+    except ProgramTimeout as timeout:
+        result = ModeResult(
+            program=program.name,
+            mode=peer.name,
+            engine=peer.name,
+            outcome=Outcome.TIMEOUT,
+            error_message=str(timeout),
+        )
+        return result, None
+    except Exception as error:
+        internal = isinstance(error, PEER_INTERNAL_FAILURES)
+        result = ModeResult(
+            program=program.name,
+            mode=peer.name,
+            engine=peer.name,
+            outcome=Outcome.CRASH if internal else Outcome.ERROR,
+            error_type=type(error).__name__,
+            error_message=first_line(error),
+        )
+        return result, None
+    first = time.perf_counter() - start
+    result = _judged(program, peer.name, peer.name, value, gradient, reference, settings, first)
+    return result, first
+
+
+def _with_timing(result: ModeResult, timed: _Timed | None) -> ModeResult:
+    if timed is None:
+        return result
+    return attrs.evolve(
+        result,
+        seconds=timed.median,
+        sample_seconds=tuple(timed.samples),
+        samples=max(len(timed.samples), 1),
+        calls_per_sample=timed.calls if timed.samples else 1,
+        peak_bytes=timed.peak_bytes,
+    )
+
+
 def run_program(program: Program, settings: Settings) -> ProgramResult:
-    """The reference, every mode's verdict, then the timing and memory of what ran."""
+    """The reference, every mode's and peer's verdict, then the timing and memory of what ran."""
     reference = _reference(program, settings)
     judged = [judge_mode(program, mode, reference, settings) for mode in settings.modes]
+    prepared = {name: PEERS[name].prepare(program.function) for name in settings.peers}
+    judged_peers = [
+        judge_peer(PEERS[name], prepared[name], program, reference, settings)
+        for name in settings.peers
+    ]
     if reference.error is not None:
         return ProgramResult(
-            program=program, modes=tuple(r for r, _ in judged), reference_error=reference.error
+            program=program,
+            modes=tuple(r for r, _ in judged),
+            peers=tuple(r for r, _ in judged_peers),
+            reference_error=reference.error,
         )
     assert reference.forward_seconds is not None
     forward = _Timed(_forward_call(program), reference.forward_seconds)
@@ -534,23 +753,17 @@ def run_program(program: Program, settings: Settings) -> ProgramResult:
         for result, first in judged
         if first is not None
     }
-    measure([forward, *timed.values()], settings)
-    modes = []
-    for result, _ in judged:
-        t = timed.get(result.mode)
-        if t is not None:
-            result = attrs.evolve(
-                result,
-                seconds=t.median,
-                sample_seconds=tuple(t.samples),
-                samples=max(len(t.samples), 1),
-                calls_per_sample=t.calls if t.samples else 1,
-                peak_bytes=t.peak_bytes,
+    for result, first in judged_peers:
+        if first is not None:
+            call = _peer_call(
+                PEERS[result.mode], prepared[result.mode], program, reference.differentiated
             )
-        modes.append(result)
+            timed[result.mode] = _Timed(call, first, traced_memory=False)
+    measure([forward, *timed.values()], settings)
     return ProgramResult(
         program=program,
-        modes=tuple(modes),
+        modes=tuple(_with_timing(r, timed.get(r.mode)) for r, _ in judged),
+        peers=tuple(_with_timing(r, timed.get(r.mode)) for r, _ in judged_peers),
         reference_seconds=reference.seconds,
         forward_seconds=forward.median,
         forward_sample_seconds=tuple(forward.samples),
@@ -563,6 +776,7 @@ def run_report(
     *,
     corpus: str = "",
     modes: tuple[str, ...] = MODES,
+    engines: Sequence[str] = (MUTAGRAD,),
     repeats: int = DEFAULT_REPEATS,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
     sample_seconds: float = DEFAULT_SAMPLE_SECONDS,
@@ -571,14 +785,21 @@ def run_report(
     measure_memory: bool = True,
     progress: TextIO | None = None,
 ) -> Report:
-    """Run every program in every mode; show a progress bar on ``progress`` if it is a TTY.
+    """Run every program in every mode and on every peer of ``engines``; show progress.
 
-    ``progress`` defaults to standard error; nothing is drawn when it is not a
-    terminal.
+    ``engines`` is mutagrad followed by peer names (:data:`mutagrad.report.peers.PEERS`);
+    it defaults to mutagrad alone. Progress goes to ``progress`` (default:
+    standard error): a bar redrawn in place on a terminal, one line per
+    category (and at least every few dozen programs) elsewhere.
     """
+    unknown = [e for e in engines if e != MUTAGRAD and e not in PEERS]
+    if unknown:
+        raise ValueError(f"unknown engines: {', '.join(unknown)}")
+    engines = (MUTAGRAD, *(e for e in dict.fromkeys(engines) if e != MUTAGRAD))
     settings = Settings(
         corpus=corpus,
         modes=tuple(modes),
+        engines=engines,
         repeats=repeats,
         time_limit=time_limit if limit_available() else None,
         sample_seconds=sample_seconds,
@@ -587,17 +808,17 @@ def run_report(
         measure_memory=measure_memory,
     )
     started = datetime.datetime.now(datetime.timezone.utc)
-    machine = environment()  # before the run: the load average says how busy the machine was
+    machine = environment(settings.peers)  # before the run: the load average says how busy
     clock = time.perf_counter()
-    bar = ProgressBar(len(programs), progress)
+    shown = Progress(len(programs), progress)
     results = []
     try:
         for done, program in enumerate(programs):
-            bar.update(done, program.name)
+            shown.starting(done, program.name, program.category)
             results.append(run_program(program, settings))
-        bar.update(len(programs), "done")
+        shown.finished()
     finally:
-        bar.close()
+        shown.close()
     return Report(
         settings=settings,
         programs=tuple(results),
