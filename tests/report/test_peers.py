@@ -113,6 +113,12 @@ def rewrite_argument(x):
     return np.sum(y)
 
 
+def double_argument(x):
+    """x[:] = 2 * x; sum(x): the seeds' f!"""
+    x[:] = 2 * x
+    return np.sum(x)
+
+
 def clear_argument(x):
     """y = x * x; x.fill(0); sum(y)"""
     y = x * x
@@ -140,6 +146,7 @@ PROGRAMS = [
     _program(fill_buffer),
     _program(scale_through_a_view),
     _program(rewrite_argument),
+    _program(double_argument),
     _program(clear_argument),
     _program(pure, args=(POINT, 1.5), mutates=False),
 ]
@@ -166,6 +173,7 @@ def test_jax_refuses_item_assignment_and_silently_rebinds_augmented_views(jax_re
         "fill_buffer": Outcome.ERROR,
         "scale_through_a_view": Outcome.VALUE_DIFFERS,
         "rewrite_argument": Outcome.ERROR,
+        "double_argument": Outcome.ERROR,
         "clear_argument": Outcome.ERROR,
         "pure": Outcome.OK,
     }
@@ -186,11 +194,11 @@ def test_jax_results_carry_its_versions_into_every_output(jax_report):
     document = results_document(jax_report)
     assert document["settings"]["engines"] == ["mutagrad", "jax"]
     counts = document["summary"]["systems"]["jax"]
-    assert (counts["right"], counts["refused"], counts["value_differs"]) == (1, 3, 1)
+    assert (counts["right"], counts["refused"], counts["value_differs"]) == (1, 4, 1)
     assert counts["label"] == f"JAX {versions['jax']}"
     entry = document["programs"][1]["peers"]["jax"]
     assert entry["engine"] == "jax" and entry["outcome"] == "value differs"
-    sentence = f"JAX {versions['jax']}: 1 right, 3 refused, 1 silently wrong"
+    sentence = f"JAX {versions['jax']}: 1 right, 4 refused, 1 silently wrong"
     assert sentence in render_text(jax_report)
     assert sentence in render_markdown(jax_report)
     page = render_html(jax_report, plots=None)
@@ -206,6 +214,7 @@ def test_autograd_refuses_item_assignment_and_silently_rebinds_augmented_views()
         "fill_buffer": Outcome.ERROR,
         "scale_through_a_view": Outcome.VALUE_DIFFERS,
         "rewrite_argument": Outcome.ERROR,
+        "double_argument": Outcome.ERROR,
         "clear_argument": Outcome.ERROR,
         "pure": Outcome.OK,
     }
@@ -221,14 +230,20 @@ def test_mygrad_runs_numpy_unchanged_and_can_return_a_wrong_gradient():
         "fill_buffer": Outcome.OK,
         "scale_through_a_view": Outcome.OK,
         "rewrite_argument": Outcome.WRONG,
+        "double_argument": Outcome.WRONG,
         "clear_argument": Outcome.ERROR,
         "pure": Outcome.OK,
     }
-    wrong = report.result("rewrite_argument", "mygrad")
-    assert wrong.value_matches is True and wrong.max_abs_difference > 0.1
+    # After a write into the argument tensor, its .grad is None (the old value's graph is cut)
+    # or the gradient with respect to the new value: 1 instead of 2 for x[:] = 2 * x.
+    cut = report.result("rewrite_argument", "mygrad")
+    assert cut.value_matches is True and cut.gradient_missing
+    rebased = report.result("double_argument", "mygrad")
+    assert not rebased.gradient_missing and rebased.max_abs_difference == pytest.approx(1.0)
     refusal = report.result("clear_argument", "mygrad")
     assert refusal.error_type == "AttributeError" and "fill" in refusal.error_message
     assert report.environment["mygrad"] == PEERS["mygrad"].version
+    assert "2 with a wrong gradient, 1 of them None" in render_text(report)
 
 
 BLOCK_PEERS = (

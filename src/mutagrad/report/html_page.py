@@ -88,6 +88,8 @@ def _cell(result: ModeResult) -> str:
         tooltip = f"max |gradient - reference| = {result.max_abs_difference:.3g}"
         if result.value_matches is False:
             tooltip = "the value differs from plain numpy's; " + tooltip
+        if result.gradient_missing:
+            tooltip = "no gradient (None) reached an argument; " + tooltip
     title = f' title="{escape(tooltip)}"' if tooltip else ""
     return f'<td class="result {kind}"{title}>{escape(result.cell)}</td>'
 

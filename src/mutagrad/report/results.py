@@ -15,7 +15,8 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
       "summary": {"programs", "mutating", "accepted": {system: n},
                   "systems": {system: {"engine", "label", "right", "refused",
                                        "value_differs", "gradient_wrong",
-                                       "crashed", "silently_wrong",
+                                       "gradient_missing", "crashed",
+                                       "silently_wrong",
                                        "median_seconds", "median_overhead"}},
                   "program_errors": [[program, what is wrong]],
                   "poison_errors": {"total", "genuine", "false_alarm",
@@ -39,7 +40,8 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
     }
 
     RESULT = {"engine", "outcome", "cell", "error_type", "error_message",
-              "max_abs_difference", "value_matches", "bytes_copied", "seconds",
+              "max_abs_difference", "value_matches", "gradient_missing",
+              "bytes_copied", "seconds",
               "sample_seconds", "samples", "calls_per_sample", "peak_bytes",
               "overhead_ratio", "poison_verdict",
               "unchecked_max_abs_difference", "unchecked_error"}
@@ -83,6 +85,7 @@ def _mode_entry(result: ModeResult, program: ProgramResult) -> dict[str, Any]:
         "error_message": result.error_message,
         "max_abs_difference": _number(result.max_abs_difference),
         "value_matches": result.value_matches,
+        "gradient_missing": result.gradient_missing,
         "bytes_copied": result.bytes_copied,
         "seconds": _number(result.seconds),
         "sample_seconds": list(result.sample_seconds),
@@ -135,6 +138,7 @@ def _summary_entry(summary: Summary) -> dict[str, Any]:
                 "refused": counts.refused,
                 "value_differs": counts.value_differs,
                 "gradient_wrong": counts.gradient_wrong,
+                "gradient_missing": counts.gradient_missing,
                 "crashed": counts.crashed,
                 "silently_wrong": counts.silently_wrong,
                 "median_seconds": _number(counts.median_seconds),

@@ -170,6 +170,9 @@ class ModeResult:
     calls_per_sample: int = 0
     peak_bytes: int | None = None
     """Peak memory traced by tracemalloc during one gradient call (mutagrad only)."""
+    gradient_missing: bool = False
+    """A wrong gradient that is ``None`` (no gradient reached the argument) where the
+    reference is not zero: MyGrad's ``.grad`` after a graph was cut."""
     poison_verdict: PoisonVerdict | None = None
     unchecked_max_abs_difference: float | None = None
     unchecked_error: str | None = None
@@ -613,6 +616,10 @@ def _judged(
     outcome = Outcome.OK if matches else Outcome.WRONG
     if not value_ok:  # the forward pass already went astray: the gradient says no more
         outcome = Outcome.VALUE_DIFFERS
+    missing = outcome is Outcome.WRONG and any(
+        got is None and want is not None and np.any(want != 0)
+        for got, want in zip(gradient, reference.gradient)
+    )
     return ModeResult(
         program=program.name,
         mode=column,
@@ -620,6 +627,7 @@ def _judged(
         outcome=outcome,
         max_abs_difference=difference,
         value_matches=value_ok,
+        gradient_missing=missing,
         seconds=seconds,
         samples=1,
         calls_per_sample=1,

@@ -42,6 +42,8 @@ class SystemCounts:
     refused: int
     value_differs: int
     gradient_wrong: int
+    gradient_missing: int
+    """Of the wrong gradients, those that were ``None``: no gradient reached an argument."""
     crashed: int
     """Crashes and timeouts."""
     median_seconds: float | None
@@ -66,6 +68,7 @@ def _system_counts(results: list[ModeResult], forward: dict[str, float | None]) 
         refused=sum(r.outcome is Outcome.ERROR for r in judged),
         value_differs=sum(r.outcome is Outcome.VALUE_DIFFERS for r in judged),
         gradient_wrong=sum(r.outcome is Outcome.WRONG for r in judged),
+        gradient_missing=sum(r.gradient_missing for r in judged),
         crashed=sum(r.outcome in (Outcome.CRASH, Outcome.TIMEOUT) for r in judged),
         median_seconds=statistics.median(seconds) if seconds else None,
         median_overhead=statistics.median(ratios) if ratios else None,
@@ -278,7 +281,8 @@ def system_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
                 str(counts.right),
                 str(counts.refused),
                 str(counts.value_differs),
-                str(counts.gradient_wrong),
+                str(counts.gradient_wrong)
+                + (f" ({counts.gradient_missing} None)" if counts.gradient_missing else ""),
                 str(counts.crashed),
                 seconds_text(counts.median_seconds),
                 ratio_text(summary.median_overhead_accepted[system]),
@@ -356,8 +360,11 @@ def _peer_sentence(summary: Summary, peer: str) -> Sentence:
     text = (
         f"{system_label(peer)}: {counts.right} right, {counts.refused} refused, "
         f"{counts.silently_wrong} silently wrong ({counts.value_differs} with a value that "
-        f"differs from numpy's, {counts.gradient_wrong} with a wrong gradient)"
+        f"differs from numpy's, {counts.gradient_wrong} with a wrong gradient"
     )
+    if counts.gradient_missing:
+        text += f", {counts.gradient_missing} of them None: no gradient reached the argument"
+    text += ")"
     if counts.crashed:
         text += f", {counts.crashed} crashed or timed out"
     return Sentence(text + ".")
