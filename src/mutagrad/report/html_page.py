@@ -17,6 +17,7 @@ environment.
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from mutagrad.report.peers import (
@@ -60,9 +61,8 @@ td.num { text-align: right; white-space: nowrap; }
 .plot svg { max-width: 100%; height: auto; }
 .plot { max-width: 60em; }
 .note { color: #555; font-size: 0.9em; max-width: 60em; }
-#outcomes td { white-space: nowrap; }
-#outcomes td.result { max-width: 11em; overflow: hidden; text-overflow: ellipsis; }
-#outcomes td:last-child { white-space: normal; min-width: 14em; }
+#outcomes td.result, #outcomes td:first-child { white-space: normal; }
+.wide { overflow-x: auto; }
 """
 
 
@@ -72,6 +72,16 @@ def _style() -> str:
         rules.append(f"td.{key}, span.{key} {{ background: {colour}; color: {text_colour}; }}")
     rules.append("td.wrong, td.value-differs, td.crash { font-weight: bold; }")
     return "\n".join(rules)
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped, with line-break opportunities inside CamelCase and snake_case names.
+
+    A long error name (``TracerArrayConversionError``) may then wrap in its cell instead of
+    widening its column, which keeps the outcome table within a 1400 px window.
+    """
+    pieces = re.split(r"(?<=[a-z_])(?=[A-Z])|(?<=_)", text)
+    return "<wbr>".join(escape(piece) for piece in pieces)
 
 
 def _cell(result: ModeResult) -> str:
@@ -91,7 +101,7 @@ def _cell(result: ModeResult) -> str:
         if result.gradient_missing:
             tooltip = "no gradient (None) reached an argument; " + tooltip
     title = f' title="{escape(tooltip)}"' if tooltip else ""
-    return f'<td class="result {kind}"{title}>{escape(result.cell)}</td>'
+    return f'<td class="result {kind}"{title}>{_breakable(result.cell)}</td>'
 
 
 def _table(header: list[str], rows: list[list[str]], numeric_from: int = 99) -> str:
@@ -114,24 +124,29 @@ ZYGOTE_EXPLAINED = (
 
 
 def _outcome_table(report: Report) -> str:
+    """Programs as rows, systems as columns; what a program does is its name's tooltip.
+
+    The description lives in the tooltip so that the table, with three modes and three
+    peers, fits a 1400 px window.
+    """
     header = ["program", "category", *(column_title(s) for s in report.systems)]
     out = [
         '<table id="outcomes">',
         "<tr>"
         + "".join(f"<th>{escape(h)}</th>" for h in header)
-        + f'<th title="{escape(ZYGOTE_EXPLAINED)}">{escape(ZYGOTE_HEADER)}</th>'
-        + "<th>what it does</th></tr>",
+        + f'<th title="{escape(ZYGOTE_EXPLAINED)}">{escape(ZYGOTE_HEADER)}</th></tr>',
     ]
     for p in report.programs:
         program = p.program
-        explanation = program.known_issue or program.note
-        note = f' title="{escape(explanation)}"' if explanation else ""
+        about = " ".join(
+            text for text in (program.description, program.known_issue or program.note) if text
+        )
         out.append(
             "<tr>"
-            f"<td{note}>{escape(p.label)}</td><td>{escape(program.category)}</td>"
+            f'<td title="{escape(about)}">{_breakable(p.label)}</td>'
+            f"<td>{escape(program.category)}</td>"
             + "".join(_cell(p.mode(m)) for m in report.systems)
-            + f"<td>{escape(program.zygote or '–')}</td>"
-            f"<td>{escape(program.description)}</td></tr>"
+            + f"<td>{escape(program.zygote or '–')}</td></tr>"
         )
     out.append("</table>")
     return "\n".join(out)
@@ -215,8 +230,9 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
 
     parts += ["<h2>Outcomes</h2>", _legend(), _outcome_table(report)]
     parts.append(
-        '<p class="note">Hover a cell for the error message or the distance from the '
-        "reference, a program's name for why its poison error is genuine or a false alarm. "
+        '<p class="note">Hover a program\'s name for what it does (and why its poison error is '
+        "genuine or a false alarm), a cell for the error message or the distance from the "
+        "reference. "
         "ok: value and gradient match plain numpy and central finite differences. WRONG "
         "value: the engine returned a value that differs from plain numpy's; WRONG gradient: "
         "the value is right and the gradient is not. A poison error is genuine when re-running "
@@ -264,13 +280,12 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         parts.append(_table(header, known))
 
     parts.append("<h2>Measurements</h2>")
-    parts.append(
-        _table(
-            measurement_header(report),
-            [measurement_row(report, p) for p in report.programs],
-            numeric_from=1,
-        )
+    measurements = _table(
+        measurement_header(report),
+        [measurement_row(report, p) for p in report.programs],
+        numeric_from=1,
     )
+    parts.append(f'<div class="wide">{measurements}</div>')  # scrolls alone when too wide
 
     settings = report.settings
     limit = f"{settings.time_limit:g} s" if settings.time_limit else "none"

@@ -58,8 +58,9 @@ OUTCOME_COLOURS: dict[str, tuple[str, str, str]] = {
 BASELINE_MODE = "poison"
 """The mode the ``relative`` plot divides by: mutagrad's default."""
 
-# Tick positions for ratios, 1-2-5 per decade: a reader sees 2×, 5×, 10× rather than 10^0.3.
-TICKS = tuple(m * 10.0**e for e in range(-3, 6) for m in (1, 2, 5))
+# Tick mantissas per decade, densest first: a reader sees 2×, 5×, 10× rather than 10^0.3.
+TICK_STEPS = ((1, 2, 5), (1, 3), (1,))
+MAX_TICKS = 8
 
 
 def outcome_class(result: ModeResult) -> str:
@@ -167,12 +168,14 @@ def _plain_log_axis(axes: Any, values: list[float], label: str) -> None:
     """A log x axis whose ticks are 1-2-5 steps labelled as plain ratios (``20×``)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    low, high = min(values), max(values)
+    low, high = min(values) / 1.3, max(values) * 1.3
     axes.set_xscale("log")
-    axes.set_xlim(low / 1.3, high * 1.3)
-    ticks = [t for t in TICKS if low / 1.3 <= t <= high * 1.3]
-    if len(ticks) > 9:  # a wide range: keep the decades and the fives
-        ticks = [t for t in ticks if round(t / 10 ** math.floor(math.log10(t))) != 2]
+    axes.set_xlim(low, high)
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    for steps in TICK_STEPS:  # the densest ticks that stay few enough to read
+        ticks = [m * 10.0**e for e in decades for m in steps if low <= m * 10.0**e <= high]
+        if len(ticks) <= MAX_TICKS:
+            break
     axes.xaxis.set_major_locator(FixedLocator(ticks))
     axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
     axes.xaxis.set_minor_locator(NullLocator())
