@@ -164,7 +164,7 @@ _KIND_WEIGHTS: dict[str, int] = {
     "write float32": 1,
     "checkpointed": 3,
     "write outside view": 4,
-    "flat": 2,
+    "flat": 1,
     "out reduction": 2,
 }
 #: Statement kinds, each repeated by its weight; a step's first integer indexes this.
