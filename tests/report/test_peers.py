@@ -33,6 +33,7 @@ from mutagrad.report import (
 )
 from mutagrad.report.peers import NumpyRebinding
 from mutagrad.report.results import results_document
+from mutagrad.report.summary import REFUSAL_MESSAGE_LENGTH, refusal_kind
 
 POINT = np.array([0.3, -1.2, 0.8, 2.0])
 SMALL_CORPUS = Path(__file__).with_name("small_corpus.py")
@@ -277,3 +278,13 @@ def test_without_the_peers_the_report_is_mutagrads_and_says_how_to_add_them(tmp_
     )
     assert asked.returncode == 2
     assert "jax not installed: pip install 'mutagrad[peers]'" in asked.stderr
+
+
+def test_refusals_are_grouped_without_the_data_their_messages_quote():
+    first = "operand type(s) all returned NotImplemented from __array_ufunc__(<ufunc 'add'>, "
+    kinds = {
+        refusal_kind(first + "'__call__', array([0., 1.]))"),
+        refusal_kind(first + "'__call__', array([[2.]]))"),
+    }
+    assert kinds == {first + "'__call__'"}
+    assert refusal_kind("x" * 500) == "x" * REFUSAL_MESSAGE_LENGTH

@@ -230,7 +230,8 @@ class JaxPeer(_RebindingPeer):
     distributions = ("jax", "jaxlib")
     how = (
         "the program's module sees jax.numpy where it bound numpy; jax.value_and_grad over "
-        "the differentiated arguments, 64-bit floats enabled"
+        "the differentiated arguments, 64-bit floats enabled, no jax.jit (the programs branch "
+        "and index on values, which jit cannot trace), so every operation is dispatched alone"
     )
 
     def _numpy_module(self) -> types.ModuleType:

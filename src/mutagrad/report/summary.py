@@ -17,6 +17,7 @@ refusals (:func:`refusal_rows`) and the known bugs (:func:`known_issue_rows`).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 
@@ -296,6 +297,12 @@ REFUSAL_MESSAGE_LENGTH = 110
 """Refusal messages are grouped on their first this many characters (they end in details)."""
 
 
+def refusal_kind(message: str) -> str:
+    """A refusal's message without the data it quotes (array contents, class lists)."""
+    general = re.split(r"array\(|\[<class", message, maxsplit=1)[0].rstrip(" ,:")
+    return general[:REFUSAL_MESSAGE_LENGTH]
+
+
 def refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
     """Per peer, each kind of refusal: error type, first line, how many programs, which."""
     rows = []
@@ -304,7 +311,7 @@ def refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
         for p in report.programs:
             r = p.mode(peer)
             if r.outcome is Outcome.ERROR:
-                message = (r.error_message or "")[:REFUSAL_MESSAGE_LENGTH]
+                message = refusal_kind(r.error_message or "")
                 groups.setdefault((str(r.error_type), message), []).append(p.name)
         ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
         for (error_type, message), names in ordered:
