@@ -340,3 +340,53 @@ def test_both_pages_list_the_programs_that_reproduce_a_known_bug(tmp_path):
     page = (out / "index.html").read_text()
     assert "Known mutagrad bugs reproduced by the corpus" in page
     assert "a wrong rule, on purpose" in page
+
+
+BROKEN_CORPUS = """
+import numpy as np
+from mutagrad.report import Program
+
+
+def vector_return(x):
+    return x * 2
+
+
+def name_error(x):
+    return np.sum(x) + undefined_name
+
+
+def fine(x):
+    return np.sum(x**2)
+
+
+CORPUS = [
+    Program(name=f.__name__, category="c", description="d", function=f,
+            args=(np.linspace(0.1, 0.6, 6),), mutates=False)
+    for f in (vector_return, name_error, fine)
+]
+"""
+
+
+def test_errors_in_the_users_programs_get_their_own_heading_and_status_2(tmp_path, capsys):
+    corpus = tmp_path / "broken.py"
+    corpus.write_text(BROKEN_CORPUS)
+    out = tmp_path / "out"
+    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1"]
+    assert main([*args, "--engines", "mutagrad"]) == 2
+    text = capsys.readouterr().out
+    assert "BUGS" not in text and "No crash, no timeout." in text
+    errors = text[text.index("PROGRAM ERRORS") :].splitlines()
+    assert errors[1:3] == [
+        "  vector_return returns shape (6,); programs must return a scalar",
+        "  name_error fails on plain ndarrays (broken.py, line 11): NameError: name "
+        "'undefined_name' is not defined",
+    ]
+    assert (
+        "Accepted (value and gradient match plain numpy and finite differences): strict 1/1" in text
+    )
+    page = (out / "index.html").read_text()
+    assert 'id="program-errors"' in page
+    assert "vector_return returns shape (6,); programs must return a scalar" in page
+    markdown = (out / "report.md").read_text()
+    assert "## Program errors: corpus programs that fail on plain numpy" in markdown
+    assert _load(out)["summary"]["program_errors"][0][0] == "vector_return"
