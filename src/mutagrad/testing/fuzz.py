@@ -135,6 +135,7 @@ _KIND_WEIGHTS: dict[str, int] = {
     "method call": 4,
     "view function": 3,
     "nested gradient": 2,
+    "library read": 3,
     "new buffer": 4,
     "new mask": 3,
     "new index": 2,
@@ -166,6 +167,7 @@ _KIND_WEIGHTS: dict[str, int] = {
     "write outside view": 4,
     "flat": 1,
     "out reduction": 2,
+    "library out": 2,
 }
 #: Statement kinds, each repeated by its weight; a step's first integer indexes this.
 STEP_KINDS: tuple[str, ...] = tuple(k for k, w in _KIND_WEIGHTS.items() for _ in range(w))
@@ -1077,6 +1079,35 @@ class _Renderer:
         self._define_like(form.format(a=a.name), probe, a)
         return True
 
+    def step_library_read(self, d: _Draw) -> bool:
+        a = self._pick_array(d)
+        if a is None or not a.shape:
+            return False
+        form = d.pick(
+            [
+                *("np.concatenate([{a}, {a}[::-1]])", "np.stack([{a}, {b}])", "np.tile({a}, 2)"),
+                *("np.add.reduce({a}, axis=0)", "np.add.accumulate({a}, axis=0)"),
+                *("np.maximum.accumulate({a}, axis=0)", "np.multiply.reduce({a}, axis=-1)"),
+                *(
+                    "np.pad({a}, 1, mode='reflect')",
+                    "np.roll({a}, 1, axis=0)",
+                    "np.diff({a}, axis=0)",
+                ),
+                *("np.einsum('ij,ij->i', {a}, {b})", "np.einsum('i...->...', {a})"),
+                *(
+                    "np.linalg.solve({a} @ {a}.T + 3.0 * np.eye(len({a})), {a})",
+                    "np.trapezoid({a})",
+                ),
+                *("np.where({a} > 0.5, {a}, {b})", "np.take_along_axis({a}, np.argsort({b}), -1)"),
+            ]
+        )
+        probe = _probe(form.format(a="a", b="a"), a.shape)
+        if probe is None:
+            return False
+        other = d.pick(self._find(dtypes=_REAL, shape=a.shape)).name
+        self._define_like(form.format(a=a.name, b=other), probe, a)
+        return True
+
     def step_nested_gradient(self, d: _Draw) -> bool:
         a = self._pick_array(d, ("f8",))
         if a is None or not a.shape:
@@ -1595,6 +1626,37 @@ class _Renderer:
             f"{{0}}.flat[{i}:{i + 2}] = {self._operand(d, (2,))}",
         ]
         self.lines.append(d.pick(forms).format(t.name))
+        return True
+
+    def step_library_out(self, d: _Draw) -> bool:
+        t = self._target(d)
+        if t is None:
+            return False
+        form = d.pick(
+            [
+                *("np.add.accumulate({t}, axis=0, out={t})", "np.cumsum({a}, axis=0, out={t})"),
+                *(
+                    "np.maximum.accumulate({t}[::-1], axis=0, out={t})",
+                    "np.clip({a}, -1, 1, out={t})",
+                ),
+                *(
+                    "np.concatenate([{t}[1:], {t}[:1]], out={t})",
+                    "np.stack([{t}[0], {t}[-1]], out={t}[:2])",
+                ),
+                *(
+                    "np.take({a}, [1, 0, 1], axis=0, out={t}[:3])",
+                    "np.multiply.accumulate({a}, out={t})",
+                ),
+                "np.einsum('...->...', {a}, out={t})",
+            ]
+        )
+        others = [v for v in self._find(dtypes=_REAL, shape=t.shape) if v is not t]
+        if "{a}" in form and not others:
+            return False
+        if _probe(form.format(t="a", a="a.copy()"), t.shape) is None:
+            return False
+        source = d.pick(others).name if others else ""
+        self.lines.append(form.format(t=t.name, a=source))
         return True
 
     def step_out_reduction(self, d: _Draw) -> bool:
