@@ -232,10 +232,15 @@ def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
 
     with_gradient_replaced(monkeypatch, fails_on_cos)
     rng = random.Random(0)
+
+    def fails_planted(p: FuzzProgram) -> bool:
+        verdict = judge(p, modes=("poison",))
+        return bool(verdict.findings) and verdict.results[0].detail.startswith("RuntimeError: cos")
+
     drawn = next(
         p
         for p in (generate(rng) for _ in range(500))
-        if "np.cos(" in p.source and len(p.blueprint.steps) >= 6 and not judge(p).discarded
+        if len(p.blueprint.steps) >= 6 and "np.cos(" in p.source and fails_planted(p)
     )
     small = minimise(drawn, "poison")
     assert "np.cos(" in small.source
