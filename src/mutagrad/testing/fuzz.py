@@ -1679,6 +1679,7 @@ class _Renderer:
     # -- the whole program ----------------------------------------------------
 
     def render_steps(self) -> None:
+        """Render every step; one its kind cannot apply to (nothing to write, say) reads instead."""
         for kind_index, *numbers in self.blueprint.steps:
             kind = STEP_KINDS[kind_index % len(STEP_KINDS)]
             method = getattr(self, "step_" + kind.replace(" ", "_").replace(".", "_"))
@@ -1690,6 +1691,8 @@ class _Renderer:
                 self.tags.append("unary")
 
     def returned(self) -> str:
+        """The return expression: every scalar plus a smooth sum of every array, so that a
+        wrong value anywhere in the program shows in the result."""
         terms = []
         for v in self.vars:
             if v.role == "scalar":
@@ -1720,6 +1723,7 @@ class _Renderer:
         return f"def make({inputs}):\n" + textwrap.indent("\n".join(lines), "    ")
 
     def inputs(self) -> tuple[np.ndarray, ...]:
+        """The input arrays: distinct grid values, each moved by its jitter."""
         remaining = list(VALUE_GRID)
         size = int(np.prod(self.shape))
         values = [
