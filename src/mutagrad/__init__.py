@@ -15,6 +15,7 @@ a wrong gradient. Writes whose old value no gradient needs just work.
     (array([4., 8.]),)
 """
 
+from mutagrad import rules  # noqa: F401  (importing the rule modules registers every numpy fact)
 from mutagrad.api import (
     Pullback,
     WithGradient,

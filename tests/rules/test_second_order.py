@@ -264,6 +264,6 @@ def test_second_order(module, name, function, args):
 
 
 def test_every_rule_module_has_a_case():
-    modules = {m.name for m in pkgutil.iter_modules(mutagrad.rules.__path__)}
+    modules = {m.name for m in pkgutil.iter_modules(mutagrad.rules.__path__)} - {"registry"}
     missing = modules - {m for m, *_ in CASES}
     assert not missing, f"rule modules without a second-order case: {sorted(missing)}"

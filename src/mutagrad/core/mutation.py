@@ -313,7 +313,7 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
-    key, basic = normalize_index(index)
+    key, basic = indexing.normalize_index(index)
     if type(value) in (list, tuple) and holds_wrapped(value):
         _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
@@ -559,5 +559,6 @@ def assign_out(result: Any, out: Any, operation: str) -> Any:
     return out
 
 
-# rules.indexing imports this module (through the rule registry): bound last.
-from mutagrad.rules.indexing import normalize_index  # noqa: E402
+# core.indexing imports wrapped, which imports this module: bound last, and
+# read as an attribute, so that either module may be imported first.
+from mutagrad.core import indexing  # noqa: E402

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core import mutation
 from mutagrad.core.engine import STATE, Node, read_only
-from mutagrad.core.mutation import assign
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import describe_site, user_site
 from mutagrad.core.wrapped import (
@@ -134,7 +134,7 @@ def partition_in_place(w: WrappedArray, kth: Any, axis: Any, kind: str, order: A
     back into ``w`` (its rule reads only the permutation, so the write poisons nothing
     of its own)."""
     partitioned = np.partition(w, kth, axis=axis, kind=kind, order=order)
-    assign(w, Ellipsis, partitioned, "x.partition()")
+    mutation.assign(w, Ellipsis, partitioned, "x.partition()")
 
 
 def byteswap(w: WrappedValue, inplace: bool) -> Any:
@@ -150,7 +150,7 @@ def byteswap(w: WrappedValue, inplace: bool) -> Any:
         return wrap_constant(swapped)
     if not isinstance(w, WrappedArray):
         raise ValueError("cannot byteswap a scalar in-place")  # numpy's error
-    assign(w, Ellipsis, swapped, "x.byteswap(inplace=True)")
+    mutation.assign(w, Ellipsis, swapped, "x.byteswap(inplace=True)")
     return w
 
 
@@ -179,7 +179,7 @@ def setfield(w: WrappedArray, value: Any, dtype: Any, offset: int) -> None:
     """``w.setfield(value, dtype, offset)``: a write; one into part of each element's
     bytes mixes old and new bits, which has no derivative."""
     if _same_layout(w, dtype, offset):
-        assign(w, Ellipsis, value, "x.setfield()")
+        mutation.assign(w, Ellipsis, value, "x.setfield()")
         return
     if is_active(w) or any_active((value,)):
         raise NotDifferentiableError(
@@ -189,7 +189,7 @@ def setfield(w: WrappedArray, value: Any, dtype: Any, offset: int) -> None:
         )
     updated = w._data.copy()
     updated.setfield(unwrap(value), dtype, offset)
-    assign(w, Ellipsis, updated, "x.setfield()")
+    mutation.assign(w, Ellipsis, updated, "x.setfield()")
 
 
 def set_part(w: WrappedValue, part: str, value: Any) -> None:
@@ -200,11 +200,12 @@ def set_part(w: WrappedValue, part: str, value: Any) -> None:
     if w.dtype.kind != "c":
         if part == "imag":
             raise TypeError("array does not have imaginary part to set")  # numpy's error
-        assign(w, Ellipsis, value, "x.real = ...")  # the real part of a real array is itself
+        # The real part of a real array is the array itself.
+        mutation.assign(w, Ellipsis, value, "x.real = ...")
         return
     # A complex array never carries a gradient (mutagrad refuses complex values
     # that do), so this is a write into a constant, through a view of one part.
-    assign(getattr(w, part), Ellipsis, value, f"x.{part} = ...")
+    mutation.assign(getattr(w, part), Ellipsis, value, f"x.{part} = ...")
 
 
 def imag(w: WrappedValue) -> Any:

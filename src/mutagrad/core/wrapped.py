@@ -70,6 +70,9 @@ SHARED_INPUT = 128
 UFUNC_RULES: dict[Any, VjpRule] = {}
 FUNCTION_RULES: dict[Any, Any] = {}
 NONDIFFERENTIABLE: set[Any] = set()
+# ndarray methods whose numpy facts live in mutagrad.rules (in-place sort, put,
+# ufunc.at, astype, view), by name: filled by rules.implements_method.
+METHOD_RULES: dict[str, Any] = {}
 
 
 class WrappedValue:
@@ -286,7 +289,7 @@ class WrappedValue:
             if len(inputs) == 1:
                 return _unary(ufunc, ufunc, inputs[0])
         if method == "at":
-            return _inplace.ufunc_at(ufunc, *inputs, **kwargs)
+            return METHOD_RULES["ufunc.at"](ufunc, *inputs, **kwargs)
         out = kwargs.get("out")
         if out is not None:
             return _mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
@@ -337,7 +340,7 @@ class WrappedValue:
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True):  # fmt: skip
         # subok: a WrappedArray has no subclass to keep or drop.
-        return _shape_rules.astype(self, dtype, order=order, casting=casting, copy=copy)
+        return METHOD_RULES["astype"](self, dtype, order=order, casting=casting, copy=copy)
 
     def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -356,7 +359,7 @@ class WrappedValue:
             # An ndarray (subclass) view of the memory is an export: read-only, of a constant.
             raw = _methods.exported(self, "x.view(type=...)")
             return raw.view(type) if dtype is None else raw.view(dtype, type)
-        return _shape_rules.view(self, dtype)
+        return METHOD_RULES["view"](self, dtype)
 
     def ravel(self, order: str = "C") -> WrappedArray:
         return np.ravel(self, order=order)
@@ -556,14 +559,14 @@ class WrappedArray(WrappedValue):
              stable: Any = None) -> None:  # fmt: skip
         # stable= only orders equal elements among themselves: the sorted values,
         # and their gradient, are the same either way.
-        _inplace.sort_in_place(self, axis=axis, kind=kind, order=order)
+        METHOD_RULES["sort"](self, axis=axis, kind=kind, order=order)
 
     def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
                   order: Any = None) -> None:  # fmt: skip
         _methods.partition_in_place(self, kth, axis, kind, order)
 
     def put(self, indices: Any, values: Any, /, mode: str = "raise") -> None:
-        _inplace.put(self, indices, values, mode=mode)
+        METHOD_RULES["put"](self, indices, values, mode=mode)
 
     def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None:
         _methods.setfield(self, val, dtype, offset)
@@ -1214,8 +1217,6 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
 
 # The mutation machinery and the rule modules import this module, so they are
 # bound after the classes exist (not inside the hot methods that use them).
+from mutagrad.core import indexing as _indexing  # noqa: E402
 from mutagrad.core import mutation as _mutation  # noqa: E402
 from mutagrad.core import ndarray_methods as _methods  # noqa: E402
-from mutagrad.rules import indexing as _indexing  # noqa: E402
-from mutagrad.rules import inplace as _inplace  # noqa: E402
-from mutagrad.rules import shape as _shape_rules  # noqa: E402

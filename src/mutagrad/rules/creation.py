@@ -23,7 +23,7 @@ from mutagrad.core.wrapped import (
     wrap_constant,
 )
 from mutagrad.errors import TracerConversionError
-from mutagrad.rules import VjpRule, implements
+from mutagrad.rules.registry import VjpRule, implements
 
 
 def _like(numpy_function):

@@ -8,7 +8,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, apply, unwrap
-from mutagrad.rules import ANS, VjpRule, implements
+from mutagrad.rules.registry import ANS, VjpRule, implements
 
 
 def _reverse_cumsum(g, axis: int):

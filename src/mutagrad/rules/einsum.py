@@ -37,7 +37,7 @@ from mutagrad.core.mutation import assign_out
 from mutagrad.core.tangents import unbroadcast
 from mutagrad.core.wrapped import WrappedValue, _is_view_of, apply, make_view, unwrap
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules import VjpRule, implements
+from mutagrad.rules.registry import VjpRule, implements
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.indexing import normalize_index
 from mutagrad.core.mutation import assign, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
 from mutagrad.core.sites import format_site, user_site
@@ -29,8 +30,7 @@ from mutagrad.core.wrapped import (
     unwrap,
 )
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
-from mutagrad.rules import VjpRule, implements
-from mutagrad.rules.indexing import normalize_index
+from mutagrad.rules.registry import VjpRule, implements, implements_method
 
 
 def _raw_target(name: str, a: Any, values: Any) -> bool:
@@ -93,6 +93,7 @@ def _value_count(values: Any) -> int:
 
 
 @implements(np.put)
+@implements_method("put")
 def put(a, ind, v, mode="raise"):
     v = array_like(v)
     if _raw_target("np.put", a, v):
@@ -194,6 +195,7 @@ _AT_RULES = {
 }
 
 
+@implements_method("ufunc.at")
 def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices accumulate."""
     name = f"np.{ufunc.__name__}.at"
@@ -235,6 +237,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return np.take_along_axis(a, permutation, axis)
 
 
+@implements_method("sort")
 def sort_in_place(x: WrappedArray, axis: int = -1, kind: Any = None, order: Any = None) -> None:
     """``x.sort()``: the sorted values written back into ``x``."""
     assign(x, Ellipsis, sort(x, axis=axis, kind=kind, order=order), "x.sort()")

@@ -26,7 +26,7 @@ from mutagrad.core.engine import is_traced
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
+from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 
 def _matmul_vjp_a(g, ans, a, b):

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from mutagrad.core.mutation import assign_out
-from mutagrad.rules import implements
+from mutagrad.rules.registry import implements
 
 _NoValue = np._NoValue
 

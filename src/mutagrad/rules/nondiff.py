@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.rules import nondifferentiable
+from mutagrad.rules.registry import nondifferentiable
 
 nondifferentiable(
     # comparisons and logic

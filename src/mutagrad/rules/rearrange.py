@@ -39,7 +39,7 @@ from mutagrad.core.wrapped import (
     wrap_constant,
 )
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules import VjpRule, implements
+from mutagrad.rules.registry import VjpRule, implements
 
 # -- the index-map primitives ----------------------------------------------------------
 

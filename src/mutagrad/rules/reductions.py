@@ -10,7 +10,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, apply, unwrap
-from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
+from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 _NoValue = np._NoValue
 

@@ -31,7 +31,7 @@ from mutagrad.core.wrapped import (
     wrap_constant,
 )
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules import VjpRule, implements
+from mutagrad.rules.registry import VjpRule, implements, implements_method
 
 
 def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
@@ -154,6 +154,7 @@ def atleast_3d(*arrays):
     return _at_least(3, arrays)
 
 
+@implements_method("view")
 def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     """``x.view()``: a view of the same memory; a dtype change carries no derivative."""
     if dtype is None or np.dtype(dtype) == x.dtype:
@@ -184,6 +185,7 @@ ASTYPE = VjpRule(
 )
 
 
+@implements_method("astype")
 def astype(x: WrappedArray, dtype: Any, order="K", casting="unsafe", copy=True) -> WrappedArray:
     dtype = np.dtype(dtype)
     if not copy and dtype == x.dtype:

@@ -19,9 +19,9 @@ import numpy as np
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules import VjpRule, implements
 from mutagrad.rules.rearrange import index_map, scatter_flat
 from mutagrad.rules.reductions import reduced_axes
+from mutagrad.rules.registry import VjpRule, implements
 
 
 def _order_statistic_vjp(g, ans, x, lower, upper, weight):

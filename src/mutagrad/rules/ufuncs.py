@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mutagrad.core.wrapped import UFUNC_RULES, WrappedValue, apply, unwrap, wrap_constant
-from mutagrad.rules import ANS, VjpRule, implements, ufunc_rule
+from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 LOG2 = np.log(2.0)
 LOG10 = np.log(10.0)

@@ -4,7 +4,8 @@ Basic indexes (integers, slices, ``None``, ``...``) that leave an array give a
 view of the same base, as numpy does. Every other read (a single element, an
 advanced index) copies, and its pullback is *sparse*: it adds its cotangent
 into one buffer for the indexed array when the engine needs it, rather than
-allocating a dense zeros array per read.
+allocating a dense zeros array per read. Indexing lives in core because the
+write path needs its semantics (:func:`normalize_index`).
 """
 
 from __future__ import annotations
