@@ -31,6 +31,7 @@ from mutagrad.core.engine import (
     STATE,
     ZERO,
     BackwardPass,
+    Lift,
     Node,
     Rule,
     Tape,
@@ -39,6 +40,7 @@ from mutagrad.core.engine import (
     collector_paused,
 )
 from mutagrad.core.modes import MODE, Mode, mode_named
+from mutagrad.core.regions import traced_densify
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -50,6 +52,7 @@ from mutagrad.core.wrapped import (
     is_active,
     node_of,
     stack_sequence,
+    traced_handle,
     wrap,
 )
 from mutagrad.errors import MutagradError, NotDifferentiableError
@@ -68,6 +71,8 @@ class IdentityRule(Rule):
 
 
 IDENTITY = IdentityRule("input")
+# What a nested (recorded) sweep makes its traced values with.
+RECORDING = Lift(traced_handle, traced_densify)
 
 
 @contextlib.contextmanager
@@ -378,10 +383,12 @@ class _Call:
         stop = self.stop_nodes()
         parent = self.parent
         if parent is None:  # STATE is already None outside every call
-            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, False)
+            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop)
         token = STATE.set(parent)  # a nested sweep is recorded by the enclosing level
         try:
-            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, True)
+            return backward(
+                self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, RECORDING
+            )
         finally:
             STATE.reset(token)
 
@@ -523,9 +530,7 @@ def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
 
 
 def _traced_dense(sparse: SparseCotangent) -> Any:
-    from mutagrad.core import engine
-
-    return engine.traced_densify(sparse)
+    return traced_densify(sparse)
 
 
 def _unwrap_output(value: Any) -> Any:
@@ -654,7 +659,7 @@ class Pullback:
         bk = None
         if seeds:
             stop = call.stop_nodes()
-            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording=False)
+            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop)
         grads = call.gradients(bk)
         return grads if isinstance(grads, Grads) else tuple(grads)
 

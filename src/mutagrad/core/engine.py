@@ -663,10 +663,25 @@ def read_only(value: Any) -> Any:
     return value
 
 
-# Set by mutagrad.core.wrapped: builds a traced read-only handle on a value.
-make_traced_handle: Callable[[Any, Node | None, Any], Any] = None  # type: ignore[assignment]
-# Set by mutagrad.rules.regions: densifies a sparse cotangent with traced values.
-traced_densify: Callable[[SparseCotangent], Any] = None  # type: ignore[assignment]
+class Lift:
+    """How a recorded (higher-order) sweep turns engine values into traced ones.
+
+    The engine does not know the array type; the caller of a recording
+    :func:`backward` hands it these two functions: ``handle(value, node,
+    base)`` makes a traced read-only array for a saved value, and
+    ``densify(sparse)`` makes a sparse cotangent with traced values dense
+    with recorded operations.
+    """
+
+    __slots__ = ("densify", "handle")
+
+    def __init__(
+        self,
+        handle: Callable[[Any, Node | None, Any], Any],
+        densify: Callable[[SparseCotangent], Any],
+    ):
+        self.handle = handle
+        self.densify = densify
 
 
 def is_traced(x: Any) -> bool:
@@ -683,12 +698,13 @@ class BackwardPass:
     modified.
     """
 
-    __slots__ = ("bit", "cots", "outer_mask", "owned", "recording", "tape")
+    __slots__ = ("bit", "cots", "lift", "outer_mask", "owned", "recording", "tape")
 
-    def __init__(self, tape: Tape, bit: int, recording: bool):
+    def __init__(self, tape: Tape, bit: int, lift: Lift | None):
         self.tape = tape
         self.bit = bit
-        self.recording = recording
+        self.recording = lift is not None
+        self.lift = lift  # a recording sweep's traced values; None for a plain one
         self.outer_mask = bit - 2  # the levels enclosing this one
         self.cots: dict[Node, Any] = {}
         self.owned: set[Node] = set()
@@ -708,7 +724,7 @@ class BackwardPass:
             value = value.read()
         if isinstance(value, Meta) or node is None:
             return value
-        return make_traced_handle(value, node, base)
+        return self.lift.handle(value, node, base)
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
         """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""
@@ -767,7 +783,7 @@ class BackwardPass:
         elif type(old) is SparseCotangent:
             reusable = owned and type(c) is np.ndarray and has_layout(c, old.layout)
             buf = c if reusable else owned_copy(c, want, old.layout)  # regions assume the layout
-            cots[node] = old.add_to(buf) if not is_traced(buf) else buf + traced_densify(old)
+            cots[node] = old.add_to(buf) if not is_traced(buf) else buf + self.lift.densify(old)
             self.owned.add(node)
         elif node in self.owned and type(old) is np.ndarray and not is_traced(c):
             old += c
@@ -793,7 +809,7 @@ class BackwardPass:
 
     def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
         if is_traced(old) or _sparse_is_traced(sparse):
-            self.cots[node] = old + traced_densify(sparse)
+            self.cots[node] = old + self.lift.densify(sparse)
             return
         owned = node in self.owned and type(old) is np.ndarray
         if not (owned and has_layout(old, sparse.layout)):
@@ -812,16 +828,20 @@ def backward(
     start: int,
     bit: int,
     stop: set[Node],
-    recording: bool,
+    lift: Lift | None = None,
 ) -> BackwardPass:
     """Run the reverse sweep over ``tape.nodes[start:]`` from ``seeds``.
+
+    With ``lift`` the sweep is recorded (it runs inside an enclosing gradient
+    call, which differentiates it): pullbacks run on traced values made by
+    ``lift``.
 
     Nodes in ``stop`` (the inputs being differentiated) keep their cotangent
     and are not propagated through. Nodes whose cotangent is a structural zero
     are not called; the zero is passed on so that an input reached only
     through overwritten values gets zeros rather than ``None``.
     """
-    bk = BackwardPass(tape, bit, recording)
+    bk = BackwardPass(tape, bit, lift)
     for node, g in seeds:
         bk.accumulate(node, g)
     nodes = tape.nodes
@@ -848,7 +868,7 @@ def backward(
             owned = True
         if type(g) is SparseCotangent:
             if _sparse_is_traced(g):
-                g, owned = traced_densify(g), False
+                g, owned = bk.lift.densify(g), False
             else:
                 g, owned = g.dense(), True
         rule.backward(node, g, owned, bk)

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core import engine
 from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule
 from mutagrad.core.tangents import (
     BASIC,
@@ -263,7 +262,7 @@ VIEW_READ = ViewReadRule("view")
 WRITE = WriteRule("write")
 
 
-def _traced_densify(sparse: SparseCotangent) -> Any:
+def traced_densify(sparse: SparseCotangent) -> Any:
     """A sparse cotangent with traced values, made dense with recorded scatters."""
     total = None
     for kind, key, value in sparse.entries:
@@ -275,5 +274,3 @@ def _traced_densify(sparse: SparseCotangent) -> Any:
         total = part if total is None else total + part
     return total
 
-
-engine.traced_densify = _traced_densify

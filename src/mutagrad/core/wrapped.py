@@ -1118,8 +1118,6 @@ def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = Non
     return w
 
 
-engine.make_traced_handle = traced_handle
-
 
 # ---------------------------------------------------------------------------
 # Messages and tracing through numpy's own Python implementations.
