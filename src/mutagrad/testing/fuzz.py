@@ -213,10 +213,13 @@ def generate(rng: random.Random, max_statements: int = 10) -> FuzzProgram:
 # Programs.
 
 
+_PROGRAM_FILENAME = "<fuzz program>"
+
+
 @functools.lru_cache(maxsize=256)
 def _namespace(source: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"np": np, "mutagrad": mutagrad}
-    exec(compile(source, "<fuzz program>", "exec"), namespace)
+    exec(compile(source, _PROGRAM_FILENAME, "exec"), namespace)
     return namespace
 
 
@@ -1961,15 +1964,25 @@ def _caller_problem(
     return None
 
 
-def _where(error: BaseException) -> str:
-    """The innermost frame of ``error``'s traceback inside mutagrad (else the innermost)."""
+def _where(error: BaseException, source: str) -> str:
+    """Where ``error`` was raised: inside mutagrad, or else on which line of the program.
+
+    An exception numpy raises on a program line (writing a read-only array
+    mutagrad handed out) names that line; one raised inside mutagrad names
+    its innermost frame there.
+    """
     frames = traceback.extract_tb(error.__traceback__)
-    inside = [fr for fr in frames if "mutagrad" in fr.filename and "testing" not in fr.filename]
-    frame = (inside or frames)[-1] if frames else None
-    if frame is None:
+    if not frames:
         return "?"
-    path = frame.filename.split("src/")[-1]
-    return f"{path}:{frame.lineno} in {frame.name}"
+    inside = [fr for fr in frames if "mutagrad" in fr.filename and "testing" not in fr.filename]
+    innermost = frames[-1]
+    if innermost.filename == _PROGRAM_FILENAME or not inside:
+        program_frames = [fr for fr in frames if fr.filename == _PROGRAM_FILENAME]
+        if program_frames:
+            line = program_frames[-1].lineno or 0
+            return f"program line {line}: {source.splitlines()[line - 1].strip()}"
+    frame = (inside or frames)[-1]
+    return f"{frame.filename.split('src/')[-1]}:{frame.lineno} in {frame.name}"
 
 
 def _judge_mode(
@@ -1987,7 +2000,9 @@ def _judge_mode(
     except ProgramTimeout as error:
         return ModeResult(mode, Outcome.CRASH, f"timeout: {error}")
     except Exception as error:
-        detail = f"{type(error).__name__}: {_first_line(error)} (at {_where(error)})"
+        detail = (
+            f"{type(error).__name__}: {_first_line(error)} (at {_where(error, program.source)})"
+        )
         return ModeResult(mode, Outcome.CRASH, detail)
     problem = _caller_problem(program, reference, (inputs, args), before, result is not None)
     if problem is not None:
