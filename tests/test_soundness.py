@@ -479,3 +479,116 @@ def test_arguments_sharing_memory_through_a_memoryview_refuse_writes():
         mutagrad.gradient(writes, a, np.frombuffer(memoryview(a)))
     # Arrays over different buffers are never flagged.
     assert mutagrad.gradient(writes, a, a.copy())[0] is not None
+
+
+# -- arguments keep numpy's strides, so views and copies are numpy's --------------------------
+
+OWNER = np.random.default_rng(0).uniform(0.5, 1.5, (6, 8))
+ARGUMENT_LAYOUTS = {
+    "C": lambda a: a[:3, :4].copy(),
+    "F": lambda a: np.asfortranarray(a[:3, :4]),
+    "every other": lambda a: a[::2, ::2],
+    "reversed": lambda a: a[::-1, ::-1][:3, :4],
+    "reversed columns": lambda a: a[:3, ::-1],
+    "transposed": lambda a: a[:4, :3].T,
+    "strided transposed": lambda a: a[::2, 1::2].T,
+    "mixed steps": lambda a: a[::-2, ::3],
+}
+
+
+def ravel_then_write(x):
+    v = x.ravel()
+    v *= 2.0
+    return np.sum(np.tanh(x))
+
+
+def reshape_then_write(x):
+    v = x.reshape(-1)
+    v[0] = 2.0
+    return np.sum(np.tanh(x))
+
+
+def reads_rows_columns_elements(x):
+    return np.sum(x[0] * 3.0) + x[-1, -1] * 7.0 + np.sum(x[:, 1] ** 2) + np.sum(x.T[1] * 5.0)
+
+
+def fortran_ravel_then_write(x):
+    t = np.ravel(x, order="F")
+    x[0] = 2.0
+    return np.sum(np.tanh(t))
+
+
+def sorted_in_place_then_rows(x):
+    x.sort(axis=0)
+    return np.sum(x[0] * 2.0) + x[1, 0] * 3.0
+
+
+@pytest.mark.parametrize("layout", ARGUMENT_LAYOUTS.values(), ids=ARGUMENT_LAYOUTS.keys())
+@pytest.mark.parametrize(
+    "f",
+    [
+        ravel_then_write,
+        reshape_then_write,
+        reads_rows_columns_elements,
+        fortran_ravel_then_write,
+        sorted_in_place_then_rows,
+    ],
+)
+def test_arguments_of_any_layout_behave_as_in_numpy(layout, f):
+    def fresh():
+        return layout(OWNER.copy())
+
+    want = f(fresh())
+    # Central differences on arguments with the same strides as the caller's.
+    fd = np.zeros(fresh().shape)
+    for i in np.ndindex(fd.shape):
+        up, down = fresh(), fresh()
+        up[i] += 1e-6
+        down[i] -= 1e-6
+        fd[i] = (f(up) - f(down)) / 2e-6
+    for mode in ("poison", "snapshot"):
+        result = mutagrad.withgradient(f, fresh(), mode=mode)
+        assert result.val == pytest.approx(want, rel=1e-12)
+        np.testing.assert_allclose(result.grad[0], fd, rtol=1e-5, atol=1e-6)
+
+
+def test_the_finite_difference_oracle_keeps_the_argument_s_strides():
+    x = OWNER[:3, ::-1]  # reshape(-1) copies it: the write does not reach x
+    (fd,) = mutagrad.testing.numerical_gradient(reshape_then_write, x)
+    np.testing.assert_allclose(fd, 1.0 - np.tanh(x) ** 2, rtol=1e-6)
+
+
+def test_sort_keeps_numpy_s_memory_order():
+    def f(x):
+        t = np.sort(x.copy(order="F"), axis=0)
+        v = t.reshape(-1)  # a copy, as t is F-ordered
+        v[...] = 1.25
+        return np.sum(np.tanh(t))
+
+    check(f, np.array([[-1.89, -0.77, 0.11], [-0.33, 0.81, 1.73]]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+def test_conj_of_a_real_array_is_the_array_itself():
+    def f(x):
+        y = x * 1.0
+        t = y.conj()
+        t[0] = 2.0
+        return np.sum(np.tanh(y))
+
+    check(f, np.array([0.31, 1.67, 2.23, -0.77]), expect=WRITES_REFUSED_IN_STRICT)
+
+
+@pytest.mark.parametrize(
+    "join",
+    [
+        lambda y: np.concatenate([y[1:], y[:1]], out=y),
+        lambda y: np.stack([y[1:3], y[0:2]], out=y.reshape(2, 2)),
+    ],
+)
+def test_joining_into_an_out_that_overlaps_the_inputs_is_refused(join):
+    def f(x):
+        y = x * 1.0
+        join(y)
+        return np.sum(np.tanh(y))
+
+    check(f, np.array([0.31, 1.67, 2.23, -0.77]), expect=REFUSED)

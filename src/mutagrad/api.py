@@ -41,7 +41,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.modes import MODE, Mode, mode_named
 from mutagrad.core.regions import traced_densify
-from mutagrad.core.tangents import SparseCotangent, cotangent_dtype, is_dense
+from mutagrad.core.tangents import SparseCotangent, copy_keeping_layout, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
     BORROWED,
@@ -217,7 +217,7 @@ class _Call:
                 w = self._borrow(x)
                 self._freeze(x)
             else:
-                w = WrappedArray(x.copy(order="K"))
+                w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
                 if not flags.writeable:
                     w._data.flags.writeable = False  # numpy would refuse f's writes to it
                 elif _can_freeze(x):
@@ -422,7 +422,7 @@ EXACT_LIMIT = 1 << 18
 
 def _borrowable(x: np.ndarray) -> bool:
     """An array whose memory can be shared for the call (and made read-only meanwhile)."""
-    return x.flags.writeable and is_dense(x) and _can_freeze(x)
+    return x.flags.writeable and _can_freeze(x)
 
 
 def fingerprint(a: np.ndarray) -> Any:

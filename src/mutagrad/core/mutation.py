@@ -37,7 +37,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import Site, format_site, user_site
-from mutagrad.core.tangents import Region, layout_buffer, layout_of
+from mutagrad.core.tangents import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.wrapped import (
     BORROWED,
     BUFFER,
@@ -120,9 +120,10 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
     return base
 
 
-def _rebased(view: np.ndarray, old: np.ndarray, new_flat: np.ndarray) -> np.ndarray:
-    offset = view.__array_interface__["data"][0] - old.__array_interface__["data"][0]
-    moved = np.ndarray(view.shape, view.dtype, new_flat, offset, view.strides)
+def _rebased(view: np.ndarray, old_low: int, buffer: np.ndarray) -> np.ndarray:
+    """``view`` of memory that started at ``old_low``, moved to the same place in ``buffer``."""
+    offset = view.__array_interface__["data"][0] - old_low
+    moved = np.ndarray(view.shape, view.dtype, buffer, offset, view.strides)
     if not view.flags.writeable:
         moved.flags.writeable = False
     return moved
@@ -134,16 +135,14 @@ def copy_on_write(base: WrappedArray) -> None:
     Views follow the base into the new memory; captures keep reading the
     caller's memory (which never changes) but track overlap in the new one.
     """
-    old = base._data
-    new = old.copy(order="K")
-    new_flat = new.ravel(order="K")
+    new, old_low, buffer = copy_keeping_layout(base._data)
     base._data = new
     base._flags &= ~BORROWED
     for view in base._views or ():
-        view._data = _rebased(view._data, old, new_flat)
+        view._data = _rebased(view._data, old_low, buffer)
     for c in base._captures or ():
         if c.region is not None:
-            c.region = _rebased(c.region, old, new_flat)
+            c.region = _rebased(c.region, old_low, buffer)
     base._views = None
 
 
@@ -169,8 +168,9 @@ class Touched:
 
     def __init__(self, view: np.ndarray, selected: np.ndarray, base_data: np.ndarray):
         self.base_data = base_data
-        self.hits = layout_buffer(base_data.shape, np.dtype(bool), layout_of(base_data))
-        Region(view, base_data).view_of(self.hits)[selected] = True
+        region = Region(view, base_data)
+        self.hits = layout_buffer(base_data.shape, np.dtype(bool), region.layout)
+        region.view_of(self.hits)[selected] = True
 
     def overlaps(self, region: np.ndarray) -> bool:
         try:
@@ -540,6 +540,28 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
                 )
             o[...] = unwrap(r)
     return out
+
+
+def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
+    """Refuse ``out=`` sharing memory with an input of a function numpy fills piece by piece.
+
+    ``np.concatenate`` and ``np.stack`` copy their inputs into ``out`` one
+    after the other, so a later input may be read after an earlier one
+    overwrote it; the tape records every input as read first.
+    """
+    if not isinstance(out, WrappedValue) or type(out._data) is not np.ndarray:
+        return
+    for x in inputs:
+        if isinstance(x, WrappedValue) and type(x._data) is np.ndarray and _overlaps(
+            x._data, out._data
+        ):
+            raise NotDifferentiableError(
+                f"{operation}(..., out=) into an array that shares memory with one of its "
+                f"inputs, at\n{format_site(user_site())}\n"
+                "numpy fills out one input after the other, so an input may be read after an "
+                "earlier one overwrote it; mutagrad does not reproduce that order. Compute the "
+                "result without out= and assign it (y[...] = np.concatenate([...]))."
+            )
 
 
 def assign_out(result: Any, out: Any, operation: str) -> Any:

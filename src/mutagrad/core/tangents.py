@@ -109,12 +109,16 @@ class Region:
     """A strided window ``(offset, shape, strides)`` of a base array's memory.
 
     Offsets and strides count elements, not bytes, so a region computed on a
-    float32 base applies unchanged to its float64 cotangent buffer. Bases are
-    always dense (contiguous in some axis order, strides positive), and
-    ``layout`` records that order, so a buffer made by :func:`layout_buffer`
-    has the base's element layout. ``overlapping`` is set when two positions
-    of the region may share an element (``broadcast_to``, sliding windows);
-    scatters then use ``np.add.at``.
+    float32 base applies unchanged to its float64 cotangent buffer. For a
+    dense base (contiguous in some axis order, strides positive) they count
+    in the base's own memory order, and ``layout`` records that order, so a
+    buffer made by :func:`layout_buffer` has the base's element layout. A
+    base that is not dense (an argument ``a[::2]`` or ``a[::-1]``, kept with
+    numpy's strides so that reshape and ravel copy or view exactly as numpy
+    does) has its regions placed in C order by its logical indices.
+    ``overlapping`` is set when two positions of the region may share an
+    element (``broadcast_to``, sliding windows); scatters then use
+    ``np.add.at``.
     """
 
     __slots__ = ("layout", "offset", "overlapping", "shape", "strides")
@@ -129,13 +133,15 @@ class Region:
                 "derivative; use x.astype(...) for a differentiable conversion"
             )
         offset_bytes = _address(view) - _address(base)
-        strides = []
-        for n, s in zip(view.shape, view.strides):
-            strides.append(0 if n <= 1 else s // itemsize)
-        self.offset = offset_bytes // itemsize
         self.shape = view.shape
-        self.strides = tuple(strides)
-        self.layout = layout_of(base)
+        if is_dense(base):
+            self.offset = offset_bytes // itemsize
+            self.strides = tuple(0 if n <= 1 else s // itemsize
+                                 for n, s in zip(view.shape, view.strides))  # fmt: skip
+            self.layout = layout_of(base)
+        else:
+            self.offset, self.strides = _logical_window(view, base, offset_bytes)
+            self.layout = None
         self.overlapping = _may_self_overlap(view.shape, self.strides)
 
     def covers(self, base_shape: tuple[int, ...]) -> bool:
@@ -170,6 +176,84 @@ class Region:
     def flat_indices(self, size: int) -> np.ndarray:
         """Memory-order element indices of the region, for overlapping scatters."""
         return self._within(np.arange(size, dtype=np.intp))
+
+
+def _position(delta: int, base: np.ndarray) -> list[int] | None:
+    """The index of ``base`` whose element lies ``delta`` bytes from its first one.
+
+    Axes are taken from the largest stride down; for a base whose elements
+    do not overlap, what the smaller axes can still reach is narrower than
+    the current stride, so exactly one index fits at each step.
+    """
+    index = [0] * base.ndim
+    axes = sorted(range(base.ndim), key=lambda a: -abs(base.strides[a]))
+    rest = delta
+    for k, a in enumerate(axes):
+        stride, n = base.strides[a], base.shape[a]
+        if n == 1:
+            continue
+        smaller = [(base.shape[b] - 1) * base.strides[b] for b in axes[k + 1 :]]
+        low = sum(s for s in smaller if s < 0)
+        high = sum(s for s in smaller if s > 0)
+        i = (rest - low) // stride if stride > 0 else -((rest - low) // -stride)
+        if not 0 <= i < n or not low <= rest - i * stride <= high:
+            return None
+        index[a] = i
+        rest -= i * stride
+    return index if rest == 0 else None
+
+
+def _logical_window(view: np.ndarray, base: np.ndarray, offset: int) -> tuple[int, tuple]:
+    """``view``'s offset and strides in C-ordered elements of a base that is not dense."""
+    from mutagrad.errors import NotDifferentiableError
+
+    units = [int(np.prod(base.shape[a + 1 :], dtype=np.int64)) for a in range(base.ndim)]
+
+    def element(index: list[int] | None) -> int:
+        if index is None:
+            raise NotDifferentiableError(
+                f"a view of shape {view.shape} whose elements mutagrad cannot place in "
+                f"its base of shape {base.shape} (strides {base.strides}); copy the array "
+                "(np.array(x)) before taking this view"
+            )
+        return sum(i * u for i, u in zip(index, units))
+
+    start = element(_position(offset, base))
+    steps = []
+    for n, s in zip(view.shape, view.strides):
+        if n <= 1:
+            steps.append(0)
+            continue
+        step = element(_position(offset + s, base)) - start
+        if element(_position(offset + (n - 1) * s, base)) != start + (n - 1) * step:
+            element(None)  # not a regular window of the base: refuse
+        steps.append(step)
+    last = offset + sum((n - 1) * s for n, s in zip(view.shape, view.strides) if n > 1)
+    if element(_position(last, base)) != start + sum(
+        (n - 1) * t for n, t in zip(view.shape, steps) if n > 1
+    ):
+        element(None)
+    return start, tuple(steps)
+
+
+def copy_keeping_layout(a: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """A copy of ``a`` with ``a``'s very strides, in a private buffer.
+
+    Returns the copy, the address ``a``'s lowest byte had, and the buffer
+    (1-D, spanning what ``a`` spans), so that views of ``a`` can be moved
+    along. numpy decides whether reshape and ravel return views from the
+    strides: a copy in another layout would make other decisions. An array
+    whose elements share memory (``np.broadcast_to``) gets a dense copy, as
+    ``np.copy`` makes: each element then has memory of its own.
+    """
+    low, high = np.lib.array_utils.byte_bounds(a)
+    if a.size > 1 and _may_self_overlap(a.shape, a.strides):
+        a = a.copy(order="K")
+        low, high = np.lib.array_utils.byte_bounds(a)
+    buffer = np.empty((high - low) // a.itemsize, dtype=a.dtype)
+    copy = np.ndarray(a.shape, a.dtype, buffer, _address(a) - low, a.strides)
+    copy[...] = a
+    return copy, low, buffer
 
 
 def describe_part(view: np.ndarray, base: np.ndarray) -> str:

@@ -470,10 +470,12 @@ class WrappedValue:
         return np.trace(self, offset, axis1, axis2, dtype, out)
 
     def conj(self) -> WrappedArray:
-        return np.conjugate(self)
+        # numpy's method returns the array itself for a real array (the ufunc
+        # np.conjugate copies): writes through the result reach it.
+        return self if self.dtype.kind != "c" else np.conjugate(self)
 
     def conjugate(self) -> WrappedArray:
-        return np.conjugate(self)
+        return self.conj()
 
     def byteswap(self, inplace: bool = False) -> Any:
         return _methods.byteswap(self, inplace)

@@ -21,6 +21,7 @@ from mutagrad.core.indexing import normalize_index
 from mutagrad.core.mutation import assign, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
 from mutagrad.core.sites import format_site, user_site
+from mutagrad.core.tangents import layout_of
 from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,
@@ -234,7 +235,13 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     permutation = np.argsort(a, axis=axis, kind="stable")
     # A gather by the sorting permutation: the same values as numpy's sort, and a
     # pullback that reads only the permutation, so sorting in place poisons nothing.
-    return np.take_along_axis(a, permutation, axis)
+    result = np.take_along_axis(a, permutation, axis)
+    # numpy sorts a copy in the input's memory order (an F-ordered input gives an
+    # F-ordered result), and a later reshape views or copies by that order.
+    axes = layout_of(np.empty_like(unwrap(a), order="K"))
+    if axes is not None and isinstance(result, WrappedArray):
+        result = np.transpose(np.copy(np.transpose(result, axes), order="C"), np.argsort(axes))
+    return result
 
 
 @implements_method("sort")

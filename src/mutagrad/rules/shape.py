@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.mutation import assign_out
+from mutagrad.core.mutation import assign_out, refuse_out_overlapping
 from mutagrad.core.wrapped import (
     DETACHED,
     WrappedArray,
@@ -233,6 +233,7 @@ def _join_kwargs(axis, dtype, casting):
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _as_arrays(arrays)
+    refuse_out_overlapping(out, arrays, "np.concatenate")
     kwargs = _join_kwargs(axis, dtype, casting)
     return assign_out(apply(_concatenate_rule(len(arrays)), arrays, kwargs), out, "np.concatenate")
 
@@ -255,6 +256,7 @@ def _stack_rule(n: int) -> VjpRule:
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _as_arrays(arrays)
+    refuse_out_overlapping(out, arrays, "np.stack")
     kwargs = _join_kwargs(axis, dtype, casting)
     return assign_out(apply(_stack_rule(len(arrays)), arrays, kwargs), out, "np.stack")
 

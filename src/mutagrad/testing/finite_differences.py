@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.tangents import copy_keeping_layout
 from mutagrad.core.wrapped import WrappedValue
 
 __all__ = ["directional_derivative", "numerical_gradient"]
@@ -30,9 +31,11 @@ _NOT_A_NUMBER_ERRORS = (TypeError, IndexError, ValueError)
 def fresh_copy(x: Any) -> Any:
     """A private copy of an argument (plain data for a WrappedArray): functions may mutate it."""
     if isinstance(x, WrappedValue):
-        return x._data.copy() if isinstance(x._data, np.ndarray) else x._data
+        x = x._data
     if isinstance(x, np.ndarray):
-        return x.copy()
+        # With the argument's very strides: whether reshape or ravel copies
+        # depends on them, and with it what a function that writes computes.
+        return copy_keeping_layout(x)[0]
     return x
 
 
@@ -63,6 +66,12 @@ def _is_integer(x: Any) -> bool:
     return np.asarray(fresh_copy(x)).dtype.kind in "iu"
 
 
+def _as_float(x: Any) -> Any:
+    """``x`` as float64, an array keeping its strides (a number stays 0-d)."""
+    x = np.asarray(x)
+    return fresh_copy(x) if x.dtype == np.float64 else np.array(x, dtype=np.float64)
+
+
 def _call_shifted(f: Callable[..., Any], base: list[Any], k: int, point: np.ndarray) -> float:
     """``f`` at fresh copies of ``base`` with argument ``k`` replaced by ``point``.
 
@@ -90,13 +99,13 @@ def numerical_gradient(
         if (wrt is not None and k not in wrt) or not is_numeric(x):
             grads.append(None)
             continue
-        point = np.array(x, dtype=np.float64)
-        g = np.zeros_like(point)
+        point = _as_float(x)
+        g = np.zeros(np.shape(point))
         try:
-            for i in range(point.size):
+            for i in range(g.size):
                 values = []
                 for sign in (1.0, -1.0):
-                    shifted = point.copy()
+                    shifted = fresh_copy(point)
                     shifted.flat[i] += sign * eps
                     values.append(_call_shifted(f, base, k, shifted))
                 g.flat[i] = (values[0] - values[1]) / (2 * eps)
@@ -117,9 +126,14 @@ def directional_derivative(
     ``None`` when argument ``k`` is an integer that ``f`` cannot take as a float.
     """
     base = fresh_copies(args)
-    point = np.array(base[k], dtype=np.float64)
+    point = _as_float(base[k])
+    shifted = []
+    for sign in (1.0, -1.0):
+        moved = fresh_copy(point)
+        moved += sign * eps * direction
+        shifted.append(moved)
     try:
-        values = [_call_shifted(f, base, k, point + sign * eps * direction) for sign in (1.0, -1.0)]
+        values = [_call_shifted(f, base, k, moved) for moved in shifted]
     except _NOT_A_NUMBER_ERRORS:
         if not _is_integer(base[k]):
             raise
