@@ -30,14 +30,15 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mutagrad.testing import fuzz
+if TYPE_CHECKING:
+    from mutagrad.testing.fuzz import FuzzProgram
 
 __all__ = [
     "Program",
@@ -317,14 +318,17 @@ def programs(
 
 
 @st.composite
-def fuzz_programs(draw: st.DrawFn, max_statements: int = 10) -> fuzz.FuzzProgram:
+def fuzz_programs(draw: st.DrawFn, max_statements: int = 10) -> FuzzProgram:
     """A program of the differential fuzzer's grammar (see :mod:`mutagrad.testing.fuzz`).
 
     Draws a :class:`~mutagrad.testing.fuzz.Blueprint` and renders it. Every
     statement is one drawn tuple, so hypothesis shrinks a failing program by
     deleting statements, and towards one argument, the first shape and the
-    simplest choice of each statement.
+    simplest choice of each statement. The fuzzer (and the report's time
+    limit it uses) is imported on the first draw, not with this module.
     """
+    from mutagrad.testing import fuzz
+
     choice = st.integers(0, fuzz.CHOICE_RANGE - 1)
     step = st.tuples(st.integers(0, len(fuzz.STEP_KINDS) - 1), *[choice] * fuzz.CHOICES_PER_STEP)
     values = st.integers(0, len(fuzz.VALUE_GRID) - 1)
