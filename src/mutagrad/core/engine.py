@@ -684,8 +684,8 @@ class Lift:
         self.densify = densify
 
 
-def is_traced(x: Any) -> bool:
-    """True for a value carrying a node (only seen in higher-order sweeps)."""
+def is_wrapped(x: Any) -> bool:
+    """True for a WrappedValue (in a sweep, only a recorded one meets them)."""
     return getattr(x, "_mutagrad_traced", False)
 
 
@@ -711,7 +711,7 @@ class BackwardPass:
 
     def needs_recording(self, node: Node, g: Any) -> bool:
         """Whether this node's pullback must run on traced values."""
-        return bool(node.tag & self.outer_mask) or is_traced(g)
+        return bool(node.tag & self.outer_mask) or is_wrapped(g)
 
     def traced(self, value: Any, node: Node | None) -> Any:
         base = None
@@ -773,7 +773,7 @@ class BackwardPass:
         if c.shape != node.shape:
             c = unbroadcast(c, node.shape)
         want = cotangent_dtype(node.dtype)
-        if c.dtype != want and not is_traced(c):
+        if c.dtype != want and not is_wrapped(c):
             c = c.astype(want)
             owned = True
         if old is None or old is ZERO:
@@ -783,9 +783,9 @@ class BackwardPass:
         elif type(old) is SparseCotangent:
             reusable = owned and type(c) is np.ndarray and has_layout(c, old.layout)
             buf = c if reusable else owned_copy(c, want, old.layout)  # regions assume the layout
-            cots[node] = old.add_to(buf) if not is_traced(buf) else buf + self.lift.densify(old)
+            cots[node] = old.add_to(buf) if not is_wrapped(buf) else buf + self.lift.densify(old)
             self.owned.add(node)
-        elif node in self.owned and type(old) is np.ndarray and not is_traced(c):
+        elif node in self.owned and type(old) is np.ndarray and not is_wrapped(c):
             old += c
         else:
             cots[node] = old + c
@@ -808,7 +808,7 @@ class BackwardPass:
         self.accumulate(node, sparse)
 
     def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
-        if is_traced(old) or _sparse_is_traced(sparse):
+        if is_wrapped(old) or _sparse_is_wrapped(sparse):
             self.cots[node] = old + self.lift.densify(sparse)
             return
         owned = node in self.owned and type(old) is np.ndarray
@@ -818,8 +818,8 @@ class BackwardPass:
         self.cots[node] = sparse.add_to(old)
 
 
-def _sparse_is_traced(sparse: SparseCotangent) -> bool:
-    return any(is_traced(value) for _, _, value in sparse.entries)
+def _sparse_is_wrapped(sparse: SparseCotangent) -> bool:
+    return any(is_wrapped(value) for _, _, value in sparse.entries)
 
 
 def backward(
@@ -867,7 +867,7 @@ def backward(
             owned_nodes.discard(node)
             owned = True
         if type(g) is SparseCotangent:
-            if _sparse_is_traced(g):
+            if _sparse_is_wrapped(g):
                 g, owned = bk.lift.densify(g), False
             else:
                 g, owned = g.dense(), True

@@ -155,7 +155,7 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
         return True  # conservative: treat as overlapping
 
 
-class Touched:
+class WrittenElements:
     """The elements an advanced-index or masked write really changes, for exact overlap tests.
 
     ``hits`` is a boolean array laid out like the base (see
@@ -193,11 +193,11 @@ def invalidate(
     place: np.ndarray,
     write: WriteRecord,
     own: Node | None,
-    touched: Touched | None = None,
+    written: WrittenElements | None = None,
 ) -> None:
     """Poison or snapshot every live capture on ``base`` that overlaps ``place``.
 
-    ``touched``, for advanced-index and masked writes, says exactly which
+    ``written``, for advanced-index and masked writes, says exactly which
     elements of ``place`` change.
     """
     caps = base._captures
@@ -209,7 +209,7 @@ def invalidate(
         if (
             region is None
             or not _overlaps(region, place)
-            or (touched is not None and not touched.overlaps(region))
+            or (written is not None and not written.overlaps(region))
         ):
             if region is not None:
                 keep.append(c)
@@ -353,11 +353,11 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         if value_node is not None:
             winners = _winners(data, key)
     write = _write_record(base, operation, key, place, trace)
-    touched = None
+    written = None
     if kind != NO_INDEX and base._captures:
-        touched = Touched(data, _selection(data, key, index_out if mask is not None else None),
-                          base._data)  # fmt: skip
-    invalidate(base, place, write, None, touched)
+        selected = _selection(data, key, index_out if mask is not None else None)
+        written = WrittenElements(data, selected, base._data)
+    invalidate(base, place, write, None, written)
     if mask is None:
         data[key] = raw_value
     else:

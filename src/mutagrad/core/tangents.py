@@ -57,7 +57,6 @@ class NoTangent:
 
 
 ZERO = ZeroTangent()
-NO_TANGENT = NoTangent()
 
 
 def is_structural_zero(c: object) -> bool:

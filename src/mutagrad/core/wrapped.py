@@ -31,7 +31,16 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core import engine
-from mutagrad.core.engine import STATE, Node, VjpRule, capture, record, save_output, save_value
+from mutagrad.core.engine import (
+    STATE,
+    Node,
+    Rule,
+    VjpRule,
+    capture,
+    record,
+    save_output,
+    save_value,
+)
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
     describe_site,
@@ -67,7 +76,7 @@ SHARED_INPUT = 128
 
 # Rules, filled in by mutagrad.rules: ufunc (or (ufunc, method)) -> VjpRule;
 # numpy function -> adapter with numpy's signature; functions without derivative.
-UFUNC_RULES: dict[Any, VjpRule] = {}
+UFUNC_RULES: dict[Any, Rule] = {}  # VjpRules, and users' closure rules
 FUNCTION_RULES: dict[Any, Any] = {}
 NONDIFFERENTIABLE: set[Any] = set()
 # ndarray methods whose numpy facts live in mutagrad.rules (in-place sort, put,

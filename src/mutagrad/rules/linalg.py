@@ -22,7 +22,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from mutagrad.core.engine import is_traced
+from mutagrad.core.engine import is_wrapped
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
@@ -373,7 +373,7 @@ def _kept_shape(shape, axes):
 
 def _singular_value_vjp(g, x, ord, axes):
     """Matrix norms 2, -2 and 'nuc': d sigma_i = u_i^T dx v_i (distinct singular values)."""
-    if is_traced(x):
+    if is_wrapped(x):
         raise NotDifferentiableError(
             f"the second derivative of np.linalg.norm(..., ord={ord!r}) of a matrix (a "
             "function of its singular values) is not implemented"
