@@ -592,3 +592,49 @@ def test_joining_into_an_out_that_overlaps_the_inputs_is_refused(join):
         return np.sum(np.tanh(y))
 
     check(f, np.array([0.31, 1.67, 2.23, -0.77]), expect=REFUSED)
+
+
+# -- np.asarray of an array that carries no derivative: numpy's alias, kept safe ------------
+
+
+def test_np_asarray_of_a_constant_is_a_writable_alias_as_in_numpy():
+    def f(x):
+        y = np.zeros_like(x)
+        t = np.asarray(y)
+        t *= 2.0
+        t += 1.0
+        return np.sum(x * x) + np.sum(t) + np.sum(y * x)
+
+    check(f, np.array([0.5, 1.5]), expect=RIGHT)
+
+
+def test_a_saved_value_survives_a_write_through_its_plain_alias():
+    def f(x):
+        y = np.ones_like(x)
+        w = y * x  # multiply saves y for the gradient of x
+        t = np.asarray(y)
+        t[0] = 5.0  # no version sees this write: the saved y was copied
+        return np.sum(w) + np.sum(y)
+
+    check(f, np.array([0.5, 1.5]), expect=RIGHT)
+
+
+@pytest.mark.parametrize("export", [np.asarray, np.asfortranarray, np.ascontiguousarray])
+def test_a_differentiated_write_into_an_exported_array_is_refused(export):
+    def f(x):
+        t = np.round(x, 1)
+        a = export(t)
+        t[1:] = x[0] * x[1:]  # a shows these values but would carry no derivative
+        return np.sum(a * a)
+
+    check(f, np.array([0.5, 1.5, 2.5]), expect=REFUSED)
+
+
+def test_an_out_write_of_a_differentiated_value_into_an_exported_array_is_refused():
+    def f(x):
+        t = np.zeros_like(x)
+        a = np.asarray(t)
+        np.multiply(x, 2.0, out=t)
+        return np.sum(a * a)
+
+    check(f, np.array([0.5, 1.5, 2.5]), expect=REFUSED)

@@ -298,6 +298,11 @@ class Capture:
             return self.mode.read_poisoned(self)
         return self.data
 
+    def detach(self) -> None:
+        """Keep a private copy of the data; no write can poison it any more."""
+        self.data = self.data.copy()
+        self.region = None
+
     def keep_old_value(self, write: WriteRecord, counted: bool = True) -> None:
         """Copy the saved data out before ``write`` overwrites it (snapshot mode).
 
@@ -314,8 +319,7 @@ class Capture:
                 "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
                 "so the engine owns what the pullback reads."
             )
-        self.data = self.data.copy()
-        self.region = None
+        self.detach()
         self.copied_by = write
         if counted:
             self.tape.bytes_copied += self.data.nbytes
@@ -1001,6 +1005,11 @@ def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
     return raw
 
 
+# A WrappedArray flag (see mutagrad.core.wrapped): np.asarray handed the array's
+# memory to numpy as a plain, writable ndarray, whose writes no version sees.
+EXPORTED = 256
+
+
 def capture(
     wrapped: Any, data: np.ndarray, node: Node, mode: Any, closure: bool = False
 ) -> Capture:
@@ -1008,9 +1017,15 @@ def capture(
 
     ``mode`` is the policy of the call recording ``node``: it decides what an
     overlapping write does to the capture, and what reading it then gives.
+    The memory of an exported array can change behind its version, so such a
+    capture keeps a copy instead (as a raw ndarray's does).
     """
     base = wrapped._base if wrapped._base is not None else wrapped
     c = Capture(data, base, node, mode, closure)
+    if base._flags & EXPORTED and not closure:
+        c.detach()
+        node.tape.guard_bytes += c.data.nbytes
+        return c
     node.tape.captures.append(c)
     caps = base._captures
     if caps is None:

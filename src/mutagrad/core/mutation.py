@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import (
+    EXPORTED,
     STATE,
     Node,
     Trace,
@@ -261,6 +262,8 @@ def commit(
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
         return
+    if value_node is not None and base._flags & EXPORTED:
+        _refuse_exported(site)
     if value_node is not None and base._data.dtype.kind == "c":
         refuse_complex(base._data.dtype, "a write of a differentiated value into a complex array",
                        site if site is not None else user_site())  # fmt: skip
@@ -295,6 +298,17 @@ def commit(
 
 # --------------------------------------------------------------------------
 # The write paths.
+
+
+def _refuse_exported(site: Site | None) -> None:
+    raise NotDifferentiableError(
+        "a differentiated value was written into an array whose memory np.asarray (or "
+        "np.asfortranarray, np.ascontiguousarray...) handed to numpy as a plain array, "
+        f"at\n{format_site(site if site is not None else user_site())}\n"
+        "The plain array shows the new values but carries no derivative, so values "
+        "computed from it would be silently wrong. Write into an array that was never "
+        "passed to np.asarray, or pass the differentiated array itself."
+    )
 
 
 def _write_record(
@@ -467,6 +481,8 @@ def write_in_place(
         rule = None  # traced floats truncated into an integer array: no derivative
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None
+        if base._flags & EXPORTED:
+            _refuse_exported(None)
         node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)
     write = _write_record(base, operation, Ellipsis, target, trace)
     invalidate(base, target, write, node)

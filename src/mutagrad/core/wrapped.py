@@ -32,6 +32,7 @@ import numpy as np
 
 from mutagrad.core import engine
 from mutagrad.core.engine import (
+    EXPORTED,
     STATE,
     Node,
     Rule,
@@ -243,11 +244,9 @@ class WrappedValue:
             return np.array(data, dtype=dtype, copy=True)
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
-        # A read-only view: writes must go through the WrappedArray so that
-        # its version and the captures on it see them.
-        view = data.view()
-        view.flags.writeable = False
-        return view
+        if type(self._data) is np.ndarray:
+            export(self)
+        return data.view()  # the same memory, as numpy's np.asarray(a) is a itself
 
     def __float__(self) -> float:
         if is_active(self):
@@ -934,6 +933,25 @@ def unwrap(value: Any) -> Any:
     if type(value) is dict:
         return {k: unwrap(v) for k, v in value.items()}
     return value
+
+
+def export(w: WrappedValue) -> None:
+    """Hand ``w``'s memory to numpy as a plain ndarray (``np.asarray`` of a constant).
+
+    numpy's ``np.asarray(a)`` is ``a`` itself, writable: so is the array
+    returned here. Its writes bypass the version counter, so the captures of
+    the array are detached (they keep copies) now and from now on, and a
+    differentiated value may no longer be written into it (the plain
+    ndarray's readers would not see its derivative).
+    """
+    base = w._base if w._base is not None else w
+    if base._flags & EXPORTED:
+        return
+    base._flags |= EXPORTED
+    for c in base._captures or ():
+        if c.region is not None:
+            c.detach()
+    base._captures = None
 
 
 def holds_wrapped(value: Any) -> bool:
