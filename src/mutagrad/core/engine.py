@@ -315,7 +315,8 @@ class Capture:
                 f"saved,\n{format_site(self.node.site)}\n"
                 f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
                 "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
-                "cannot redirect to a copy. Register the rule with declared saved values instead:\n"
+                "cannot redirect to a copy.\n"
+                "Fix: register the rule with declared saved values instead:\n"
                 "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
                 "so the engine owns what the pullback reads."
             )
@@ -647,7 +648,9 @@ class VjpRule(Rule):
         if inp.dtype.kind not in "biu":
             raise NotDifferentiableError(
                 f"{self.name} has no derivative with respect to argument {i}, "
-                "but that argument depends on a differentiated input"
+                "but that argument depends on a differentiated input.\n"
+                f"Fix: give {self.name} a vjp for argument {i}, or pass "
+                "mutagrad.ignore_derivatives(...) for that argument if no gradient should flow."
             )
 
 
@@ -665,6 +668,21 @@ def read_only(value: Any) -> Any:
         value = value.view()
         value.flags.writeable = False
     return value
+
+
+def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+    """Apply ``rule`` like a primitive: raw in, raw out; recorded when an argument is traced.
+
+    A traced value's type provides the recording (``_mutagrad_apply``), so
+    the linear maps of the write path (gather, scatter) work on raw arrays
+    and, in a higher-order sweep, on traced ones, without the engine knowing
+    the array type.
+    """
+    for a in args:
+        apply = getattr(type(a), "_mutagrad_apply", None)
+        if apply is not None:
+            return apply(rule, args, kwargs)
+    return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
 
 
 class Lift:

@@ -20,7 +20,14 @@ from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY
-from mutagrad.core.wrapped import WrappedArray, WrappedValue, make_view, node_of, wrap
+from mutagrad.core.wrapped import (
+    WrappedArray,
+    WrappedValue,
+    array_method,
+    make_view,
+    node_of,
+    wrap,
+)
 
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
@@ -90,6 +97,7 @@ class IndexRule(Rule):
 GETITEM = IndexRule("getitem")
 
 
+@array_method("getitem")
 def getitem(w: WrappedArray, index: Any) -> Any:
     key, basic = normalize_index(index)
     result = w._data[key]

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core import indexing
 from mutagrad.core.engine import (
     EXPORTED,
     STATE,
@@ -51,9 +52,12 @@ from mutagrad.core.wrapped import (
     UFUNC_RULES,
     WrappedArray,
     WrappedValue,
+    any_active,
     array_like,
+    array_method,
     conversion_message,
     holds_wrapped,
+    is_active,
     missing_rule_message,
     node_of,
     stack_sequence,
@@ -84,12 +88,14 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
         if w._flags & READONLY:
             raise MutagradError(
                 f"{operation} on a value handed to a pullback: those are read-only, since the "
-                "backward pass may read them again"
+                "backward pass may read them again.\nFix: compute on a copy (v = v.copy()) "
+                "or out of place."
             )
         if trace is not None:
             raise NotDifferentiableError(
                 f"{operation} through a view that carries no derivative (from "
-                "ignore_derivatives or a dtype-changing x.view()); write to the original array"
+                "ignore_derivatives or a dtype-changing x.view()).\n"
+                "Fix: write to the original array."
             )
     flags = base._flags
     if flags & SHARED_INPUT:
@@ -97,8 +103,8 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
             f"{operation} on an argument whose array shares memory with another argument of "
             f"the same gradient call, at\n{format_site(user_site())}\n"
             "In numpy the write would show through the other argument too; mutagrad "
-            "differentiates each argument as an array of its own, so it refuses the write. "
-            "Pass copies (f(x, x.copy())), or pass the array once and take views of it in f."
+            "differentiates each argument as an array of its own, so it refuses the write.\n"
+            "Fix: pass copies (f(x, x.copy())), or pass the array once and take views of it in f."
         )
     thawed = w._flags & THAWED
     if flags & FROZEN and not thawed:
@@ -106,8 +112,8 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
             f"{operation} on a Buffer after buffer.copy() froze it, at\n"
             f"{format_site(user_site())}\n"
             "Copying a Buffer hands its memory to the returned array without a copy, so it\n"
-            "cannot change afterwards. Write everything before calling copy(), or start a\n"
-            "new Buffer."
+            "cannot change afterwards.\n"
+            "Fix: write everything before calling copy(), or start a new Buffer."
         )
     if trace is not None:
         buffer = bool(flags & BUFFER) and not thawed
@@ -306,7 +312,7 @@ def _refuse_exported(site: Site | None) -> None:
         "np.asfortranarray, np.ascontiguousarray...) handed to numpy as a plain array, "
         f"at\n{format_site(site if site is not None else user_site())}\n"
         "The plain array shows the new values but carries no derivative, so values "
-        "computed from it would be silently wrong. Write into an array that was never "
+        "computed from it would be silently wrong.\nFix: write into an array that was never "
         "passed to np.asarray, or pass the differentiated array itself."
     )
 
@@ -320,10 +326,12 @@ def _write_record(
     return record
 
 
+@array_method("setitem")
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
     assign(w, index, value, "__setitem__")
 
 
+@array_method("assign")
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
@@ -347,9 +355,10 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         and np.asarray(raw_value).dtype.kind in "fc"
     ):
         raise NotDifferentiableError(
-            f"{operation} stores traced floating-point values into a {data.dtype} array, which "
-            "truncates them; the result has no derivative. Cast explicitly "
-            "(x.astype(int)) if the truncation is intended, or use a float array."
+            f"{operation} stores traced floating-point values into "
+            f"{'an' if data.dtype.name[0] in 'aeiou' else 'a'} {data.dtype} array, which "
+            "truncates them; the result has no derivative.\nFix: use a float array, or cast "
+            "explicitly (x.astype(int)) if the truncation is intended."
         )
     winners = None
     element = None
@@ -408,8 +417,8 @@ def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> No
                 f"{format_site(user_site())}\n"
                 "numpy stores such a sequence one element at a time, so a later element may "
                 "read values an earlier one has just overwritten; mutagrad does not reproduce "
-                "that order. Store np.stack([...]) (the values as they were before the write) "
-                "or write the elements one statement at a time."
+                "that order.\nFix: store np.stack([...]) (the values as they were before the "
+                "write), or write the elements one statement at a time."
             )
 
 
@@ -499,16 +508,18 @@ def write_in_place(
     return out
 
 
+@array_method("ufunc_into")
 def ufunc_into(
     ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
 ) -> WrappedArray:
     """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included)."""
     rule = UFUNC_RULES.get(ufunc)
-    if rule is None and ufunc not in NONDIFFERENTIABLE:
-        from mutagrad.core.wrapped import any_active
-
-        if any_active(inputs) or any_active((out,)):
-            raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    if (
+        rule is None
+        and ufunc not in NONDIFFERENTIABLE
+        and (any_active(inputs) or any_active((out,)))
+    ):
+        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
 
     def perform(raw: list[Any], target: np.ndarray) -> None:
         ufunc(*raw, out=target, **kwargs)
@@ -517,27 +528,24 @@ def ufunc_into(
                           f"np.{ufunc.__name__}(..., out=)")  # fmt: skip
 
 
+@array_method("ufunc_with_out")
 def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:
     """A ufunc call with ``out=``: in place into WrappedArrays, refused into raw arrays."""
     kwargs = dict(kwargs)
     out = kwargs.pop("out")
     outs = out if isinstance(out, tuple) else (out,)
     if not any(isinstance(o, WrappedValue) for o in outs):
-        from mutagrad.core.wrapped import any_active
 
         if any_active(inputs):
             raise TracerConversionError(
                 conversion_message(f"np.{ufunc.__name__}(..., out=ndarray)")
             )
         return getattr(ufunc, method)(*unwrap(inputs), out=out, **unwrap(kwargs))
-    if "where" in kwargs:
-        from mutagrad.core.wrapped import any_active
-
-        if any_active(inputs) or any_active(outs):
-            raise NotDifferentiableError(
-                f"np.{ufunc.__name__}(..., out=..., where=...) is not supported on traced arrays; "
-                "compute the full result and use np.where(mask, result, out)"
-            )
+    if "where" in kwargs and (any_active(inputs) or any_active(outs)):
+        raise NotDifferentiableError(
+            f"np.{ufunc.__name__}(..., out=..., where=...) is not supported on traced arrays.\n"
+            "Fix: compute the full result and select: out[...] = np.where(mask, result, out)."
+        )
     if method == "__call__" and len(outs) == 1:
         return ufunc_into(ufunc, inputs, outs[0], kwargs)
     results = getattr(ufunc, method)(*inputs, **kwargs)
@@ -548,7 +556,6 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
         if isinstance(o, WrappedValue):
             assign(o, Ellipsis, r, f"np.{ufunc.__name__}(..., out=)")
         else:
-            from mutagrad.core.wrapped import is_active
 
             if isinstance(r, WrappedValue) and is_active(r):
                 raise TracerConversionError(
@@ -575,11 +582,12 @@ def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
                 f"{operation}(..., out=) into an array that shares memory with one of its "
                 f"inputs, at\n{format_site(user_site())}\n"
                 "numpy fills out one input after the other, so an input may be read after an "
-                "earlier one overwrote it; mutagrad does not reproduce that order. Compute the "
-                "result without out= and assign it (y[...] = np.concatenate([...]))."
+                "earlier one overwrote it; mutagrad does not reproduce that order.\nFix: "
+                "compute the result without out= and assign it (y[...] = np.concatenate([...]))."
             )
 
 
+@array_method("assign_out")
 def assign_out(result: Any, out: Any, operation: str) -> Any:
     """Finish a function called with ``out=``: store ``result`` into ``out`` in place."""
     if out is None:
@@ -589,14 +597,8 @@ def assign_out(result: Any, out: Any, operation: str) -> Any:
     if isinstance(out, WrappedValue):
         assign(out, Ellipsis, result, operation)
         return out
-    from mutagrad.core.wrapped import is_active
 
     if isinstance(result, WrappedValue) and is_active(result):
         raise TracerConversionError(conversion_message(f"{operation} with out=ndarray"))
     out[...] = unwrap(result)
     return out
-
-
-# core.indexing imports wrapped, which imports this module: bound last, and
-# read as an attribute, so that either module may be imported first.
-from mutagrad.core import indexing  # noqa: E402

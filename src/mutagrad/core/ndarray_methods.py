@@ -39,6 +39,7 @@ from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,
     any_active,
+    array_method,
     conversion_message,
     is_active,
     unwrap,
@@ -59,7 +60,7 @@ def refuse(attribute: str, reason: str, instead: str) -> UnsupportedAttributeErr
     """The error for an ndarray attribute mutagrad refuses (the caller raises it)."""
     return UnsupportedAttributeError(
         f"{attribute} is refused on mutagrad's arrays, at {describe_site(user_site())}:\n"
-        f"{reason}.\nInstead: {instead}."
+        f"{reason}.\nFix: {instead}."
     )
 
 
@@ -70,6 +71,7 @@ def _writable_memory_reason(attribute: str) -> str:
     )
 
 
+@array_method("missing_attribute")
 def missing_attribute(w: WrappedValue, name: str) -> AttributeError:
     """What ``w.name`` raises when the class defines no ``name``."""
     if name == "ctypes":
@@ -101,6 +103,7 @@ def missing_attribute(w: WrappedValue, name: str) -> AttributeError:
 # -- exports of the raw data -------------------------------------------------------
 
 
+@array_method("exported")
 def exported(w: WrappedValue, operation: str) -> Any:
     """``w``'s data for numpy to export (bytes, a memoryview, a pickle, a file).
 
@@ -113,6 +116,7 @@ def exported(w: WrappedValue, operation: str) -> Any:
     return read_only(w._data)
 
 
+@array_method("dlpack")
 def dlpack(w: WrappedArray, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
     """``w.__dlpack__(...)``: only as a copy (``np.from_dlpack(x, copy=True)``)."""
     if copy is not True:
@@ -129,6 +133,7 @@ def dlpack(w: WrappedArray, stream: Any, max_version: Any, dl_device: Any, copy:
 # -- in place ----------------------------------------------------------------------
 
 
+@array_method("partition_in_place")
 def partition_in_place(w: WrappedArray, kth: Any, axis: Any, kind: str, order: Any) -> None:
     """``w.partition(kth)``: numpy partitions in place, so ``np.partition``'s result is written
     back into ``w`` (its rule reads only the permutation, so the write poisons nothing
@@ -137,14 +142,15 @@ def partition_in_place(w: WrappedArray, kth: Any, axis: Any, kind: str, order: A
     mutation.assign(w, Ellipsis, partitioned, "x.partition()")
 
 
+@array_method("byteswap")
 def byteswap(w: WrappedValue, inplace: bool) -> Any:
     """``w.byteswap(inplace)``: reversed bytes, a new bit pattern with no derivative."""
     swapped = w._data.byteswap()
     if is_active(w):
         raise NotDifferentiableError(
             "x.byteswap() reinterprets the bytes of a traced array; the numbers it makes "
-            "have no derivative. To change byte order for storage, byteswap a copy outside "
-            "the traced code (np.array(mutagrad.ignore_derivatives(x)).byteswap())."
+            "have no derivative.\nFix: to change byte order for storage, byteswap a copy "
+            "outside the traced code (np.array(mutagrad.ignore_derivatives(x)).byteswap())."
         )
     if not inplace:
         return wrap_constant(swapped)
@@ -158,6 +164,7 @@ def _same_layout(w: WrappedValue, dtype: Any, offset: int) -> bool:
     return np.dtype(dtype) == w.dtype and offset == 0
 
 
+@array_method("getfield")
 def getfield(w: WrappedValue, dtype: Any, offset: int) -> Any:
     """``w.getfield(dtype, offset)``: a view; one reinterpreting the bytes carries no gradient."""
     if _same_layout(w, dtype, offset):
@@ -165,7 +172,7 @@ def getfield(w: WrappedValue, dtype: Any, offset: int) -> Any:
     if is_active(w):
         raise NotDifferentiableError(
             f"x.getfield({np.dtype(dtype)}, {offset}) reinterprets the bytes of a traced "
-            f"{w.dtype} array; that has no derivative. Use x.astype(...) for a "
+            f"{w.dtype} array; that has no derivative.\nFix: use x.astype(...) for a "
             "differentiable conversion."
         )
     field = wrap_constant(w._data.getfield(dtype, offset), (w,), (w._data,))
@@ -175,6 +182,7 @@ def getfield(w: WrappedValue, dtype: Any, offset: int) -> Any:
     return field
 
 
+@array_method("setfield")
 def setfield(w: WrappedArray, value: Any, dtype: Any, offset: int) -> None:
     """``w.setfield(value, dtype, offset)``: a write; one into part of each element's
     bytes mixes old and new bits, which has no derivative."""
@@ -185,13 +193,14 @@ def setfield(w: WrappedArray, value: Any, dtype: Any, offset: int) -> None:
         raise NotDifferentiableError(
             f"x.setfield(value, {np.dtype(dtype)}, {offset}) writes into part of the bytes of "
             f"each element of a {w.dtype} array; with a traced array or value the result has "
-            "no derivative. Write whole elements (x[...] = value) instead."
+            "no derivative.\nFix: write whole elements (x[...] = value) instead."
         )
     updated = w._data.copy()
     updated.setfield(unwrap(value), dtype, offset)
     mutation.assign(w, Ellipsis, updated, "x.setfield()")
 
 
+@array_method("set_part")
 def set_part(w: WrappedValue, part: str, value: Any) -> None:
     """``w.real = value`` or ``w.imag = value``: a write into that part of every element."""
     if not isinstance(w, WrappedArray):
@@ -208,12 +217,14 @@ def set_part(w: WrappedValue, part: str, value: Any) -> None:
     mutation.assign(getattr(w, part), Ellipsis, value, f"x.{part} = ...")
 
 
+@array_method("imag")
 def imag(w: WrappedValue) -> Any:
     """``w.imag``: for a real array numpy's read-only zeros (constant); for a complex one a
     view of its imaginary parts."""
     return wrap_constant(w._data.imag, (w,), (w._data,))
 
 
+@array_method("set_shape")
 def set_shape(w: WrappedValue, shape: Any) -> None:
     """``w.shape = shape``: numpy's in-place reshape, which never copies.
 
@@ -254,6 +265,7 @@ def set_shape(w: WrappedValue, shape: Any) -> None:
     w._data = reshaped
 
 
+@array_method("setflags")
 def setflags(w: WrappedArray, write: Any, align: Any, uic: Any) -> None:
     """``w.setflags(...)``: making the array read-only is supported; making it writeable
     again is refused (its memory may be the caller's array, frozen for the call).
@@ -277,6 +289,7 @@ def setflags(w: WrappedArray, write: Any, align: Any, uic: Any) -> None:
     w._data = flagged
 
 
+@array_method("resize_refused")
 def resize_refused() -> UnsupportedAttributeError:
     return refuse(
         "x.resize()",
@@ -287,6 +300,7 @@ def resize_refused() -> UnsupportedAttributeError:
     )
 
 
+@array_method("set_attribute_refused")
 def set_attribute_refused(attribute: str, instead: str) -> UnsupportedAttributeError:
     return refuse(
         f"setting x.{attribute}",

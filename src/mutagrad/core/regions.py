@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule
+from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule, call_rule
 from mutagrad.core.tangents import (
     BASIC,
     REGION,
@@ -136,22 +136,16 @@ ZERO_AT = VjpRule(
 
 
 def gather(g: Any, region: Region | None, kind: int, index: Any) -> Any:
-    from mutagrad.core.wrapped import call_rule
-
     return call_rule(GATHER, (g,), _place_kwargs(region, kind, index))
 
 
 def scatter(c: Any, region, kind: int, index: Any, shape, dtype) -> Any:
-    from mutagrad.core.wrapped import call_rule
-
     kwargs = _place_kwargs(region, kind, index)
     kwargs.update(shape=shape, dtype=cotangent_dtype(np.dtype(dtype)))
     return call_rule(SCATTER, (c,), kwargs)
 
 
 def zero_at(g: Any, region: Region | None, kind: int, index: Any) -> Any:
-    from mutagrad.core.wrapped import call_rule
-
     return call_rule(ZERO_AT, (g,), _place_kwargs(region, kind, index))
 
 

@@ -80,9 +80,22 @@ SHARED_INPUT = 128
 UFUNC_RULES: dict[Any, Rule] = {}  # VjpRules, and users' closure rules
 FUNCTION_RULES: dict[Any, Any] = {}
 NONDIFFERENTIABLE: set[Any] = set()
-# ndarray methods whose numpy facts live in mutagrad.rules (in-place sort, put,
-# ufunc.at, astype, view), by name: filled by rules.implements_method.
+# What the array's methods do, by name, registered by the modules that know:
+# core.indexing (getitem), core.mutation (the write paths), core.ndarray_methods
+# (the rarer ndarray methods), and mutagrad.rules (in-place sort, put, ufunc.at,
+# astype, view, through rules.implements_method). The array type calls through
+# this table, so that it imports none of them.
 METHOD_RULES: dict[str, Any] = {}
+
+
+def array_method(name: str) -> Any:
+    """Register the decorated function as what the array's method ``name`` does."""
+
+    def register(function: Any) -> Any:
+        METHOD_RULES[name] = function
+        return function
+
+    return register
 
 
 class WrappedValue:
@@ -127,7 +140,7 @@ class WrappedValue:
     @shape.setter
     def shape(self, shape: Any) -> None:
         # numpy reshapes in place, without copying: the same memory, a new view of it.
-        _methods.set_shape(self, shape)
+        METHOD_RULES["set_shape"](self, shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -135,7 +148,8 @@ class WrappedValue:
 
     @dtype.setter
     def dtype(self, dtype: Any) -> None:
-        raise _methods.set_attribute_refused("dtype", "x = x.view(dtype), or x.astype(dtype)")
+        refused = METHOD_RULES["set_attribute_refused"]
+        raise refused("dtype", "x = x.view(dtype), or x.astype(dtype)")
 
     @property
     def ndim(self) -> int:
@@ -159,7 +173,7 @@ class WrappedValue:
 
     @strides.setter
     def strides(self, strides: Any) -> None:
-        raise _methods.set_attribute_refused(
+        raise METHOD_RULES["set_attribute_refused"](
             "strides", "build the view by slicing, reshape, transpose or np.broadcast_to"
         )
 
@@ -191,15 +205,15 @@ class WrappedValue:
 
     @real.setter
     def real(self, value: Any) -> None:
-        _methods.set_part(self, "real", value)
+        METHOD_RULES["set_part"](self, "real", value)
 
     @property
     def imag(self) -> Any:
-        return _methods.imag(self)
+        return METHOD_RULES["imag"](self)
 
     @imag.setter
     def imag(self, value: Any) -> None:
-        _methods.set_part(self, "imag", value)
+        METHOD_RULES["set_part"](self, "imag", value)
 
     @property
     def flat(self) -> Any:
@@ -207,18 +221,18 @@ class WrappedValue:
 
     @flat.setter
     def flat(self, value: Any) -> None:
-        raise _methods.set_attribute_refused(
+        raise METHOD_RULES["set_attribute_refused"](
             "flat", "x[...] = np.resize(value, x.shape) (numpy's x.flat = value cycles the values)"
         )
 
     @property
     def data(self) -> memoryview:
         """A read-only memoryview of a constant's data (a traced value is refused)."""
-        return _methods.exported(self, "x.data").data
+        return METHOD_RULES["exported"](self, "x.data").data
 
     @data.setter
     def data(self, buffer: Any) -> None:
-        raise _methods.set_attribute_refused("data", "write the values: x[...] = new_values")
+        raise METHOD_RULES["set_attribute_refused"]("data", "write the values: x[...] = new_values")
 
     @property
     def device(self) -> str:
@@ -300,7 +314,7 @@ class WrappedValue:
             return METHOD_RULES["ufunc.at"](ufunc, *inputs, **kwargs)
         out = kwargs.get("out")
         if out is not None:
-            return _mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
+            return METHOD_RULES["ufunc_with_out"](ufunc, method, inputs, kwargs)
         key = ufunc if method == "__call__" else (ufunc, method)
         rule = UFUNC_RULES.get(key)
         if kwargs:
@@ -365,7 +379,7 @@ class WrappedValue:
             dtype, type = None, dtype  # x.view(np.ndarray): numpy reads a class as type=
         if type is not None:
             # An ndarray (subclass) view of the memory is an export: read-only, of a constant.
-            raw = _methods.exported(self, "x.view(type=...)")
+            raw = METHOD_RULES["exported"](self, "x.view(type=...)")
             return raw.view(type) if dtype is None else raw.view(dtype, type)
         return METHOD_RULES["view"](self, dtype)
 
@@ -486,24 +500,24 @@ class WrappedValue:
         return self.conj()
 
     def byteswap(self, inplace: bool = False) -> Any:
-        return _methods.byteswap(self, inplace)
+        return METHOD_RULES["byteswap"](self, inplace)
 
     def getfield(self, dtype: Any, offset: int = 0) -> Any:
-        return _methods.getfield(self, dtype, offset)
+        return METHOD_RULES["getfield"](self, dtype, offset)
 
     # Exports of the data: refused for a traced value, read-only otherwise.
 
     def tobytes(self, order: str = "C") -> bytes:
-        return _methods.exported(self, "x.tobytes()").tobytes(order)
+        return METHOD_RULES["exported"](self, "x.tobytes()").tobytes(order)
 
     def tofile(self, fid: Any, /, sep: str = "", format: str = "%s") -> None:
-        _methods.exported(self, "x.tofile()").tofile(fid, sep=sep, format=format)
+        METHOD_RULES["exported"](self, "x.tofile()").tofile(fid, sep=sep, format=format)
 
     def dump(self, file: Any) -> None:
-        _methods.exported(self, "x.dump()").dump(file)
+        METHOD_RULES["exported"](self, "x.dump()").dump(file)
 
     def dumps(self) -> bytes:
-        return _methods.exported(self, "x.dumps()").dumps()
+        return METHOD_RULES["exported"](self, "x.dumps()").dumps()
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
         self._data.to_device(device, stream=stream)  # numpy's check: only "cpu" exists
@@ -528,7 +542,7 @@ class WrappedValue:
         # properties). Optional dunders that numpy, copy and pickle probe for
         # (__array_interface__, __array_struct__, __setstate__) must look absent:
         # a plain AttributeError.
-        raise _methods.missing_attribute(self, name)
+        raise METHOD_RULES["missing_attribute"](self, name)
 
 
 class WrappedArray(WrappedValue):
@@ -550,10 +564,10 @@ class WrappedArray(WrappedValue):
             yield self[i]
 
     def __getitem__(self, index: Any) -> Any:
-        return _indexing.getitem(self, index)
+        return METHOD_RULES["getitem"](self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        _mutation.setitem(self, index, value)
+        METHOD_RULES["setitem"](self, index, value)
 
     def __delitem__(self, index: Any) -> None:
         raise ValueError("cannot delete array elements")  # numpy's answer
@@ -563,7 +577,7 @@ class WrappedArray(WrappedValue):
         return bool(np.any(self == value))
 
     def fill(self, value: Any) -> None:
-        _mutation.assign(self, Ellipsis, value, "fill")
+        METHOD_RULES["assign"](self, Ellipsis, value, "fill")
 
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
              stable: Any = None) -> None:  # fmt: skip
@@ -573,23 +587,23 @@ class WrappedArray(WrappedValue):
 
     def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
                   order: Any = None) -> None:  # fmt: skip
-        _methods.partition_in_place(self, kth, axis, kind, order)
+        METHOD_RULES["partition_in_place"](self, kth, axis, kind, order)
 
     def put(self, indices: Any, values: Any, /, mode: str = "raise") -> None:
         METHOD_RULES["put"](self, indices, values, mode=mode)
 
     def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None:
-        _methods.setfield(self, val, dtype, offset)
+        METHOD_RULES["setfield"](self, val, dtype, offset)
 
     def setflags(self, *, write: Any = None, align: Any = None, uic: Any = None) -> None:
-        _methods.setflags(self, write, align, uic)
+        METHOD_RULES["setflags"](self, write, align, uic)
 
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
-        raise _methods.resize_refused()
+        raise METHOD_RULES["resize_refused"]()
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:  # fmt: skip
-        return _methods.dlpack(self, stream, max_version, dl_device, copy)
+        return METHOD_RULES["dlpack"](self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._data.__dlpack_device__()
@@ -786,7 +800,7 @@ def _make_operators() -> None:
         def in_place(self, other, ufunc=ufunc, pyop=pyop):
             if not isinstance(self._data, np.ndarray):
                 return _binary(ufunc, pyop, self, other)  # numpy scalars are immutable
-            _mutation.ufunc_into(ufunc, (self, other), self, {})
+            METHOD_RULES["ufunc_into"](ufunc, (self, other), self, {})
             return self
 
         for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
@@ -1033,7 +1047,7 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         result = call_without_derivative(func, args, kwargs)
-        return _mutation.assign_out(result, out, f"{function_name(func)}(..., out=)")
+        return METHOD_RULES["assign_out"](result, out, f"{function_name(func)}(..., out=)")
     result = func(*_read_only(tuple(args)), **_read_only(kwargs))
     wrapped = tuple(_wrapped_arrays(args))
     return wrap_constant(result, wrapped, tuple(w._data for w in wrapped))
@@ -1087,6 +1101,10 @@ def apply(
     return out
 
 
+# How engine.call_rule records a rule applied to a traced value: the value's type says.
+WrappedValue._mutagrad_apply = staticmethod(apply)
+
+
 def guarded_arguments(args: Any, raw: list[Any]) -> list[Any]:
     """What a user's rule receives: read-only views of traced arrays' memory (its
     writes would bypass their versions) and private copies of raw ndarrays (the
@@ -1128,14 +1146,6 @@ def unaliased(result: Any, raw: list[Any]) -> Any:
             if type(r) is np.ndarray and np.may_share_memory(result, r):
                 return result.copy()
     return result
-
-
-def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
-    """Apply ``rule`` like a primitive: raw in, raw out; traced when any argument is wrapped."""
-    for a in args:
-        if isinstance(a, WrappedValue):
-            return apply(rule, args, kwargs)
-    return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
 
 
 def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = None) -> Any:
@@ -1241,9 +1251,3 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
     finally:
         _TRACING_THROUGH.reset(token)
 
-
-# The mutation machinery and the rule modules import this module, so they are
-# bound after the classes exist (not inside the hot methods that use them).
-from mutagrad.core import indexing as _indexing  # noqa: E402
-from mutagrad.core import mutation as _mutation  # noqa: E402
-from mutagrad.core import ndarray_methods as _methods  # noqa: E402

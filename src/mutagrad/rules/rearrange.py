@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.engine import call_rule
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.wrapped import (
     WrappedValue,
     any_active,
     apply,
-    call_rule,
     unwrap,
     wrap_constant,
 )
@@ -280,7 +280,8 @@ def _sources_along_axis(data: np.ndarray, arranged: np.ndarray, axis: int) -> np
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotDifferentiableError(
-            "np.partition(..., order=) (structured arrays) has no derivative"
+            "np.partition(..., order=) (structured arrays) has no derivative.\n"
+            "Fix: partition plain float arrays (np.argpartition on the key, then take)."
         )
     kth = unwrap(kth)
     if not isinstance(a, WrappedValue):
@@ -457,7 +458,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         if any_active((array, *kwargs.values())):
             raise NotDifferentiableError(
                 "np.pad with a function as mode runs it on raw arrays, so it is not supported "
-                "on traced arrays; use a named mode, or build the padding with np.concatenate"
+                "on traced arrays.\nFix: use a named mode, or build the padding with "
+                "np.concatenate."
             )
         return wrap_constant(np.pad(data, pad_width, mode, **raw_kwargs))
     result = np.pad(data, pad_width, mode, **raw_kwargs)  # numpy checks every argument

@@ -1,0 +1,18 @@
+"""The engine: traced values, the tape, captures, the write path and the backward sweep.
+
+Layered bottom up, each module importing only those before it::
+
+    sites, tangents        where code is; cotangents and regions of memory
+    engine                 tape, nodes, captures, rules, the backward sweep
+    modes                  what a write does in each mode (a policy object)
+    regions                the view-read and write rules, and their linear maps
+    wrapped                WrappedArray: numpy's protocols and the recording path
+    indexing, mutation,    what the array's methods do (x[i], writes, the
+    ndarray_methods        rarer ndarray methods), registered into the array's
+                           method table
+
+Nothing here knows a numpy function's derivative: those are in mutagrad.rules.
+Importing this package registers the array's methods.
+"""
+
+from mutagrad.core import indexing, mutation, ndarray_methods  # noqa: F401
