@@ -339,13 +339,16 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     if type(value) in (list, tuple) and holds_wrapped(value):
         _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
-    if isinstance(value, WrappedValue):
+    wrapped_value = isinstance(value, WrappedValue)
+    value_node = node_of(value, trace.tape) if wrapped_value and trace is not None else None
+    base = prepare_write(w, operation, trace)  # strict mode refuses even a no-op write
+    # Read after prepare_write: a view of a borrowed array follows it into its own
+    # memory there, and numpy's result for overlapping memory depends on where the
+    # value really is (x[::2] = x[2:] on a reversed argument is not buffered).
+    if wrapped_value:
         raw_value = value._data
-        value_node = node_of(value, trace.tape) if trace is not None else None
     else:
         raw_value = unwrap(value) if isinstance(value, (list, tuple)) else value
-        value_node = None
-    base = prepare_write(w, operation, trace)  # strict mode refuses even a no-op write
     if basic and mask is None and _is_self_assignment(w, key, value):
         return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
     data = w._data
@@ -381,11 +384,29 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         selected = _selection(data, key, index_out if mask is not None else None)
         written = WrittenElements(data, selected, base._data)
     invalidate(base, place, write, None, written)
+    # The tape records the value as read before the write. numpy promises that
+    # for overlapping memory, but not in every case (a reversed array written
+    # from itself is copied element by element): keep the old value to check.
+    before = (
+        raw_value.copy()
+        if kind == NO_INDEX and type(raw_value) is np.ndarray and _overlaps(raw_value, place)
+        else None
+    )
     if mask is None:
         data[key] = raw_value
     else:
         np.copyto(data, raw_value, where=index_out)
     base._version += 1
+    if before is not None and not np.array_equal(
+        place, np.broadcast_to(before.astype(place.dtype), place.shape), equal_nan=True
+    ):
+        raise NotDifferentiableError(
+            f"{operation} of values that share memory with the place written, at\n"
+            f"{format_site(write.site)}\n"
+            "numpy copied them element by element here, so later elements read values the "
+            "same write had just replaced; mutagrad records the values as read first. Copy "
+            "the values (y[k] = v.copy()) if the values before the write are meant."
+        )
     if trace is not None:
         commit(base, place, value_node, trace, kind, index_out, winners, write.site, element)
 
