@@ -30,6 +30,8 @@ W = RNG.standard_normal((2, 3))
 SQUARE = RNG.uniform(-0.5, 0.5, (3, 3)) + 3 * np.eye(3)  # well conditioned
 BATCH = RNG.uniform(-0.5, 0.5, (2, 3, 3)) + 3 * np.eye(3)
 VECTOR = RNG.uniform(0.3, 0.9, 5)
+TALL = np.array([[3.0, 0.4], [0.3, 1.5], [0.2, -0.3]])  # singular values far apart
+EIGEN = np.array([[1.0, 0.2, 0.1], [0.3, 2.0, -0.2], [0.1, 0.1, 3.5]])  # real, far apart
 
 
 def quadratic(out):
@@ -77,6 +79,7 @@ CASES = [
     ("ufuncs", "maximum", lambda x, y: quadratic(np.maximum(x, y) * np.fmin(x, y)), (X, Y)),
     ("ufuncs", "where", lambda x, y: quadratic(np.where(W > 0, x, y**2)), (X, Y)),
     ("ufuncs", "clip", lambda x: quadratic(np.clip(x * 2, 0.7, 1.5)), (X,)),
+    ("ufuncs", "copysign", lambda x: quadratic(np.copysign(x * x, W)), (X,)),
     ("ufuncs", "modf frexp", lambda x: quadratic(np.modf(3 * x)[0] + np.frexp(x)[0]), (X,)),
     ("ufuncs", "ldexp", lambda x: quadratic(np.ldexp(x, np.array([1, -1, 2]))), (X,)),
     ("ufuncs", "select", lambda x, y: quadratic(np.select([x > 0.5, y > 0.5], [x * y, y])), (X, Y)),
@@ -152,7 +155,47 @@ CASES = [
         ),
         (SQUARE, X),
     ),
+    ("linalg", "vdot", lambda a, b: quadratic(np.vdot(a, b) * a), (X, Y)),
+    # factorizations
+    (
+        "factorizations",
+        "svd",
+        lambda a: (
+            quadratic(np.linalg.svd(a, full_matrices=False)[0] ** 2)
+            + quadratic(np.linalg.svd(a)[1])
+            + quadratic(np.linalg.svd(a)[2] ** 2)
+        ),
+        (TALL,),
+    ),
+    (
+        "factorizations",
+        "qr eig",
+        lambda a, e: (
+            quadratic(np.linalg.qr(a)[0])
+            + quadratic(np.linalg.qr(a.T)[1])
+            + quadratic(np.linalg.eigvals(e))
+            + quadratic(np.linalg.eig(e)[1] ** 2)
+        ),
+        (TALL, EIGEN),
+    ),
+    (
+        "factorizations",
+        "pinv lstsq cond",
+        lambda a, b: (
+            quadratic(np.linalg.pinv(a))
+            + quadratic(np.linalg.lstsq(a, b)[0])
+            + quadratic(np.linalg.lstsq(a, b)[1])
+            + quadratic(np.linalg.cond(a))
+        ),
+        (TALL, X[0].copy()),
+    ),
     # shape
+    (
+        "shape",
+        "split",
+        lambda x: quadratic(np.hsplit(x, 3)[1] * np.array_split(x, 2)[0] + np.real_if_close(x)),
+        (X,),
+    ),
     (
         "shape",
         "views",

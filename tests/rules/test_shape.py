@@ -1,8 +1,8 @@
 """Rules of mutagrad/rules/shape.py: views (reshape, ravel, transpose, swapaxes, moveaxis,
 rollaxis, squeeze, expand_dims, diagonal, broadcast_to, broadcast_arrays, flip, fliplr,
-flipud, rot90, matrix_transpose, real, atleast_1d/2d/3d, ``x.view()``, ``x.T``) and copies
-(reshape/ravel of non-contiguous arrays, copy, astype, concatenate, stack, block,
-column_stack, meshgrid).
+flipud, rot90, matrix_transpose, real, real_if_close, atleast_1d/2d/3d, ``x.view()``,
+``x.T``) and copies (reshape/ravel of non-contiguous arrays, copy, astype, concatenate,
+stack, block, column_stack, meshgrid); the split family, traced through.
 
 Values on WrappedArrays equal numpy's and gradients match finite differences.
 Inputs are also made non-contiguous (transposed, reversed, strided) so that
@@ -266,6 +266,59 @@ def test_an_empty_diagonal_is_a_constant():
 def test_real_of_a_real_array(x):
     check_op(np.real, x)
     check_op(lambda x: x.real * 2.0, x)
+    check_op(lambda x: np.real_if_close(x) * 2.0, x, order=2)
+    check_op(lambda x: np.imag(x) + x, x)  # zeros, whatever x is
+
+
+def test_real_if_close_of_a_real_array_is_the_array():
+    """As numpy: the argument itself, so a write through the result is a write to it."""
+
+    def f(x):
+        y = x * 1.0
+        z = np.real_if_close(y)
+        assert z is y
+        z *= 3.0
+        return np.sum(y**2)
+
+    np.testing.assert_allclose(mutagrad.gradient(f, np.array([1.0, 2.0]))[0], [18.0, 36.0])
+
+
+# The split family is traced through (numpy's Python code slices its input): each piece
+# is a view, so a write into a piece is a write into the array split.
+SPLITS = {
+    "split": lambda x: np.split(x, 2),
+    "split at indices": lambda x: np.split(x, [1, 3], axis=1),
+    "array_split": lambda x: np.array_split(x, 3, axis=1),
+    "hsplit": lambda x: np.hsplit(x, 2),
+    "vsplit": lambda x: np.vsplit(x, [1]),
+    "dsplit": lambda x: np.dsplit(x, [1]),
+    "unstack": lambda x: np.unstack(x, axis=2),
+}
+
+
+@pytest.mark.parametrize("split", SPLITS.values(), ids=list(SPLITS))
+@given(x=arrays((2, 4, 2)))
+def test_split_family(split, x):
+    def pieces_weighted(x):
+        return np.concatenate([np.ravel(p) * (i + 1.0) for i, p in enumerate(split(x))])
+
+    check_op(pieces_weighted, x, order=2)
+
+
+@pytest.mark.parametrize("split", SPLITS.values(), ids=list(SPLITS))
+def test_split_pieces_are_views(split):
+    def f(x):
+        y = x * 1.0
+        first = split(y)[0]
+        first *= 3.0  # writes into y
+        return np.sum(y**2)
+
+    x = np.linspace(0.5, 2.0, 16).reshape(2, 4, 2)
+    (g,) = mutagrad.gradient(f, x)
+    mask = np.zeros_like(x)
+    first = split(mask)[0]
+    first += 1.0
+    np.testing.assert_allclose(g, 2 * x * np.where(mask == 1, 9.0, 1.0))
 
 
 @given(x=arrays_with_ndim(1, 1))
@@ -529,6 +582,7 @@ def test_flatten_in_memory_order():
 TESTED = {
     np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.squeeze,
     np.expand_dims, np.diagonal, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.rot90, np.real,
+    np.real_if_close,
     np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.concatenate, np.stack, np.block,
     np.broadcast_arrays, np.column_stack, np.matrix_transpose, np.linalg.matrix_transpose,
     np.meshgrid,

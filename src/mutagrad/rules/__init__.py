@@ -16,6 +16,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     creation,
     cumulative,
     einsum,
+    factorizations,
     inplace,
     linalg,
     nanfunctions,

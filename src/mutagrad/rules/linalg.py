@@ -1,18 +1,19 @@
 """Derivative rules of linear algebra.
 
-Products: matmul (``@``), dot, inner, outer, tensordot, ``np.linalg.multi_dot``
+Products: matmul (``@``) and the vector gufuncs vecdot, matvec and vecmat, dot,
+inner, vdot, outer, tensordot, ``np.linalg.multi_dot``
 (numpy's multiplication order, through the dot rule), ``np.trace`` (the sum
 of a diagonal view), kron, cross and ``np.linalg.matrix_power`` (numpy's own
 steps, through the rules). ``np.linalg``: solve, inv, det, slogdet (its sign
 carries no derivative) and norm (vector norms of every order; matrix norms
 'fro', 1, -1, inf, -inf, and 2, -2, 'nuc' through the singular value
-decomposition, to first order only), with its array-API forms vector_norm
+decomposition of mutagrad.rules.factorizations), with its array-API forms vector_norm
 and matrix_norm; cholesky, eigh and eigvalsh (numpy reads one triangle of the
 matrix, and only that triangle gets a gradient; eigenvectors need distinct
 eigenvalues). ``np.polyval`` is numpy's Horner loop.
 
 Every vjp is written with these same functions, so it is differentiable in
-turn, except the singular-value ones, which say so when asked.
+turn.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from mutagrad.core.engine import is_wrapped
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
@@ -52,6 +52,55 @@ def _matmul_vjp_b(g, ans, a, b):
 ufunc_rule(np.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=((1,), (0,)))
 
 
+# -- the vector gufuncs: vecdot, matvec, vecmat (real: their conjugations do nothing) ------
+
+
+def _refuse_axes(axes):
+    if axes is not None:
+        raise NotDifferentiableError(
+            "the derivative of a vector gufunc (np.vecdot, np.matvec, np.vecmat) with axes= is "
+            "not implemented.\n"
+            "Fix: move the core dimensions last with np.moveaxis, or pass axis= to np.vecdot."
+        )
+
+
+def _vecdot_vjp(g, ans, x, other, axis=-1, axes=None, keepdims=False, **_):
+    # out = sum(x * other, axis): x's elements along the axis meet other's.
+    _refuse_axes(axes)
+    g_last = np.moveaxis(g, axis, -1) if keepdims else np.expand_dims(g, -1)
+    product = g_last * np.moveaxis(other, axis, -1)
+    return np.moveaxis(product, -1, normalize_axis_index(axis, np.ndim(x)) - np.ndim(x))
+
+
+ufunc_rule(
+    np.vecdot,
+    _vecdot_vjp,
+    lambda g, ans, x1, x2, **params: _vecdot_vjp(g, ans, x2, x1, **params),
+    reads=((1,), (0,)),
+    params=True,
+)
+
+
+def _matvec_vjp_matrix(g, ans, a, v, axes=None, **_):
+    _refuse_axes(axes)
+    return np.expand_dims(g, -1) * np.expand_dims(v, -2)
+
+
+def _matvec_vjp_vector(g, ans, a, v, axes=None, **_):
+    _refuse_axes(axes)
+    return np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
+
+
+ufunc_rule(np.matvec, _matvec_vjp_matrix, _matvec_vjp_vector, reads=((1,), (0,)), params=True)
+ufunc_rule(
+    np.vecmat,
+    lambda g, ans, v, a, **params: _matvec_vjp_vector(g, ans, np.swapaxes(a, -1, -2), v, **params),
+    lambda g, ans, v, a, **params: np.swapaxes(_matvec_vjp_matrix(g, ans, a, v, **params), -1, -2),
+    reads=((1,), (0,)),
+    params=True,
+)
+
+
 def tensordot_axes(axes, ndim_a: int, ndim_b: int) -> tuple[list[int], list[int]]:
     """``np.tensordot``'s ``axes`` argument as two lists of non-negative axes."""
     if isinstance(axes, (int, np.integer)):
@@ -64,8 +113,8 @@ def tensordot_axes(axes, ndim_a: int, ndim_b: int) -> tuple[list[int], list[int]
 
 
 def _tensordot_vjp_a(g, a, b, axes_a, axes_b):
-    free_a = [i for i in range(a.ndim) if i not in axes_a]
-    free_b = [j for j in range(b.ndim) if j not in axes_b]
+    free_a = [i for i in range(np.ndim(a)) if i not in axes_a]
+    free_b = [j for j in range(np.ndim(b)) if j not in axes_b]
     out = np.tensordot(g, b, axes=(list(range(len(free_a), np.ndim(g))), free_b))
     # out's axes: a's free axes, then b's contracted axes in increasing order.
     source = free_a + [axes_a[axes_b.index(j)] for j in sorted(axes_b)]
@@ -73,8 +122,8 @@ def _tensordot_vjp_a(g, a, b, axes_a, axes_b):
 
 
 def _tensordot_vjp_b(g, a, b, axes_a, axes_b):
-    free_a = [i for i in range(a.ndim) if i not in axes_a]
-    free_b = [j for j in range(b.ndim) if j not in axes_b]
+    free_a = [i for i in range(np.ndim(a)) if i not in axes_a]
+    free_b = [j for j in range(np.ndim(b)) if j not in axes_b]
     out = np.tensordot(a, g, axes=(free_a, list(range(len(free_a)))))
     source = [axes_b[axes_a.index(i)] for i in sorted(axes_a)] + free_b
     return np.transpose(out, np.argsort(source))
@@ -85,10 +134,10 @@ TENSORDOT = VjpRule(
     lambda a, b, axes=2: np.tensordot(a, b, axes=axes),
     (
         lambda g, ans, a, b, axes=2: _tensordot_vjp_a(
-            g, a, b, *tensordot_axes(axes, a.ndim, b.ndim)
+            g, a, b, *tensordot_axes(axes, np.ndim(a), np.ndim(b))
         ),
         lambda g, ans, a, b, axes=2: _tensordot_vjp_b(
-            g, a, b, *tensordot_axes(axes, a.ndim, b.ndim)
+            g, a, b, *tensordot_axes(axes, np.ndim(a), np.ndim(b))
         ),
     ),
     ((1,), (0,)),
@@ -100,19 +149,23 @@ def tensordot(a, b, axes=2):
     return apply(TENSORDOT, (a, b), {"axes": axes})
 
 
+# The vjps below ask np.ndim rather than ``.ndim``: an operand may be a Python
+# number (np.dot(x, 0.5)), which the engine keeps as it is.
+
+
 def _dot_axes(a, b):
-    return [a.ndim - 1], [max(b.ndim - 2, 0)]
+    return [np.ndim(a) - 1], [max(np.ndim(b) - 2, 0)]
 
 
 def _dot_vjp_a(g, ans, a, b):
-    if a.ndim == 0 or b.ndim == 0:
-        return np.sum(g * b) if a.ndim == 0 else g * b
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(g * b) if np.ndim(a) == 0 else g * b
     return _tensordot_vjp_a(g, a, b, *_dot_axes(a, b))
 
 
 def _dot_vjp_b(g, ans, a, b):
-    if a.ndim == 0 or b.ndim == 0:
-        return np.sum(g * a) if b.ndim == 0 else g * a
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.sum(g * a) if np.ndim(b) == 0 else g * a
     return _tensordot_vjp_b(g, a, b, *_dot_axes(a, b))
 
 
@@ -125,7 +178,11 @@ def dot(a, b, out=None):
 
 
 def _inner_axes(a, b):
-    return [a.ndim - 1], [b.ndim - 1]
+    return [np.ndim(a) - 1], [np.ndim(b) - 1]
+
+
+def _has_scalar(a, b):
+    return np.ndim(a) == 0 or np.ndim(b) == 0
 
 
 INNER = VjpRule(
@@ -133,10 +190,10 @@ INNER = VjpRule(
     np.inner,
     (
         lambda g, ans, a, b: (
-            g * b if a.ndim == 0 or b.ndim == 0 else _tensordot_vjp_a(g, a, b, *_inner_axes(a, b))
+            g * b if _has_scalar(a, b) else _tensordot_vjp_a(g, a, b, *_inner_axes(a, b))
         ),
         lambda g, ans, a, b: (
-            g * a if a.ndim == 0 or b.ndim == 0 else _tensordot_vjp_b(g, a, b, *_inner_axes(a, b))
+            g * a if _has_scalar(a, b) else _tensordot_vjp_b(g, a, b, *_inner_axes(a, b))
         ),
     ),
     ((1,), (0,)),
@@ -146,6 +203,23 @@ INNER = VjpRule(
 @implements(np.inner)
 def inner(a, b):
     return apply(INNER, (a, b))
+
+
+VDOT = VjpRule(
+    "vdot",
+    np.vdot,
+    # numpy flattens both operands in C order (and conjugates a, which is real here).
+    (
+        lambda g, ans, a, b: np.reshape(g * np.ravel(b), np.shape(a)),
+        lambda g, ans, a, b: np.reshape(g * np.ravel(a), np.shape(b)),
+    ),
+    ((1,), (0,)),
+)
+
+
+@implements(np.vdot)
+def vdot(a, b, /):
+    return apply(VDOT, (a, b))
 
 
 OUTER = VjpRule(
@@ -372,12 +446,10 @@ def _kept_shape(shape, axes):
 
 
 def _singular_value_vjp(g, x, ord, axes):
-    """Matrix norms 2, -2 and 'nuc': d sigma_i = u_i^T dx v_i (distinct singular values)."""
-    if is_wrapped(x):
-        raise NotDifferentiableError(
-            f"the second derivative of np.linalg.norm(..., ord={ord!r}) of a matrix (a "
-            "function of its singular values) is not implemented"
-        )
+    """Matrix norms 2, -2 and 'nuc': d sigma_i = u_i^T dx v_i (distinct singular values).
+
+    np.linalg.svd has a rule, so this differentiates again.
+    """
     moved = np.moveaxis(x, axes, (-2, -1))
     u, _, vh = np.linalg.svd(moved, full_matrices=False)
     if ord == "nuc":

@@ -22,17 +22,26 @@ __all__ = ["ANS", "VjpRule", "implements", "implements_method", "nondifferentiab
 
 
 def ufunc_rule(
-    ufunc: Any, *vjps: Callable[..., Any] | None, reads: tuple[tuple[int | str, ...], ...]
+    ufunc: Any,
+    *vjps: Callable[..., Any] | None,
+    reads: tuple[tuple[int | str, ...], ...],
+    params: bool | None = None,
 ) -> VjpRule:
-    """Register the rule of ``ufunc`` (or ``(ufunc, method)``) and return it."""
+    """Register the rule of ``ufunc`` (or ``(ufunc, method)``) and return it.
+
+    ``params`` says whether the vjps receive the call's keyword arguments.
+    """
     if isinstance(ufunc, tuple):
         base, method = ufunc
         fun, name = getattr(base, method), f"{base.__name__}.{method}"
     else:
         fun, name = ufunc, ufunc.__name__
     # A ufunc's dtype= or casting= do not change its derivative; a reduction's
-    # axis= and keepdims= do, so (ufunc, method) rules keep their parameters.
-    rule = VjpRule(name, fun, vjps, reads, params=isinstance(ufunc, tuple))
+    # axis= and keepdims= do, so (ufunc, method) rules keep their parameters
+    # by default (and so do gufuncs whose axis= moves their core dimension).
+    if params is None:
+        params = isinstance(ufunc, tuple)
+    rule = VjpRule(name, fun, vjps, reads, params=params)
     UFUNC_RULES[ufunc] = rule
     return rule
 

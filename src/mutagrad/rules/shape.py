@@ -107,6 +107,8 @@ for _fn, _vjp in (
     (np.matrix_transpose, None),
     (np.linalg.matrix_transpose, None),
     (np.real, None),
+    # numpy returns a real array itself, and a complex one's real part when it is close
+    (np.real_if_close, None),
 ):
     implements(_fn)(_view_function(_fn, _fn.__name__, _vjp))
 
@@ -162,7 +164,7 @@ def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     if is_active(x):
         raise NotDifferentiableError(
             f"x.view({np.dtype(dtype)}) reinterprets the bits of a traced {x.dtype} array; "
-            "that has no derivative. Use x.astype(...) for a differentiable conversion."
+            "that has no derivative.\nFix: use x.astype(...) for a differentiable conversion."
         )
     v = make_view(x, x._data.view(dtype))
     v._flags |= DETACHED

@@ -100,6 +100,13 @@ ufunc_rule(
 )
 ufunc_rule(np.absolute, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 ufunc_rule(np.fabs, lambda g, ans, x: g * np.sign(x), reads=((0,),))
+ufunc_rule(
+    np.copysign,
+    # |x| with y's sign: the derivative of |x| (0 at the kink, as absolute's), times that sign.
+    lambda g, ans, x, y: g * np.sign(x) * np.copysign(1.0, y),
+    lambda g, ans, x, y: np.zeros(np.shape(y)),  # piecewise constant in y
+    reads=((0, 1), ()),
+)
 
 # -- exponentials and logarithms ---------------------------------------------
 

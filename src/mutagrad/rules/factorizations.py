@@ -1,0 +1,481 @@
+"""Derivative rules of np.linalg functions built on a factorization of a general matrix.
+
+``svd`` (every ``full_matrices``/``compute_uv``/``hermitian`` form) and
+``svdvals``; ``eig`` and ``eigvals`` of real matrices with real eigenvalues;
+``qr`` (modes ``'reduced'``, ``'complete'`` and ``'r'``, tall and wide
+matrices); ``pinv``, ``lstsq`` and ``cond``.
+
+Forward values are numpy's own, bit for bit. Each factor of a factorization
+is a separate output with its own rule, reading the input matrix and
+factorizing it again in the pullback: a factorization's pullback is linear in
+the cotangents of its factors, so summing the factors' separate pullbacks
+gives the whole one, and a factor the loss never reads costs nothing. Every
+vjp is written with numpy functions that have rules (these factorizations
+included), so it differentiates again.
+
+Where the derivative does not exist, mutagrad raises instead of returning a
+number: complex eigenvalues (mutagrad differentiates real code only), the
+basis numpy picks for the complement of a non-square matrix's range in
+``svd(..., full_matrices=True)`` and ``qr(..., mode='complete')`` when the
+loss reads it, ``qr(..., mode='raw')`` (Householder reflectors), and
+``pinv``/``lstsq`` cutoffs that discard singular values above rounding level
+(the derivative of the truncated pseudo-inverse then depends on them).
+Singular vectors and eigenvectors need distinct singular values and
+eigenvalues; at a repeated one their cotangent is infinite or nan, as in JAX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.rules.registry import ANS, VjpRule, implements
+
+_NoValue = np._NoValue
+
+SVD_RESULT = type(np.linalg.svd(np.eye(1)))
+EIG_RESULT = type(np.linalg.eig(np.eye(1)))
+QR_RESULT = type(np.linalg.qr(np.eye(1)))
+
+
+def _mT(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _inverse_gaps(values):
+    """``F[i, j] = 1 / (values[j] - values[i])`` off the diagonal, 0 on it."""
+    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
+    eye = np.eye(np.shape(values)[-1])
+    return (1 - eye) / (gaps + eye)
+
+
+def _refuse_arbitrary_basis(cotangent_of_extra, function):
+    """Refuse a loss that reads the columns of a square factor that span an arbitrary basis.
+
+    ``svd(a, full_matrices=True)`` and ``qr(a, mode='complete')`` of a
+    non-square matrix complete the factor with an orthonormal basis of the
+    complement of ``a``'s range (or row space), and LAPACK's choice of that
+    basis is not a differentiable function of ``a``.
+    """
+    if np.any(cotangent_of_extra != 0):
+        raise NotDifferentiableError(
+            f"the gradient reached the columns of {function} that complete a non-square "
+            "matrix's factor to a square one: they are an arbitrary orthonormal basis (any "
+            "rotation of them is as valid), with no derivative.\n"
+            "Fix: use the reduced factorization (full_matrices=False, mode='reduced') or only "
+            "the first min(m, n) columns."
+        )
+
+
+# -- svd ---------------------------------------------------------------------------------
+
+
+def _reduced_svd(a):
+    return np.linalg.svd(a, full_matrices=False)
+
+
+def _singular_values_vjp(g, ans, a):
+    # d s_i = u_i^T da v_i.
+    u, _, vh = _reduced_svd(a)
+    return np.matmul(u * np.expand_dims(g, -2), vh)
+
+
+def _left_vectors_vjp(g, ans, a, full_matrices=True):
+    # The U terms of the SVD's adjoint (Townsend, "Differentiating the singular value
+    # decomposition", 2016): abar = U (F o (U^T Ubar - Ubar^T U)) S V^T
+    # + (I - U U^T) Ubar S^-1 V^T, with F_ij = 1 / (s_j^2 - s_i^2).
+    m, n = np.shape(a)[-2:]
+    k = min(m, n)
+    if full_matrices and m > k:
+        _refuse_arbitrary_basis(g[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
+        g = g[..., :, :k]
+    u, s, vh = _reduced_svd(a)
+    ug = np.matmul(_mT(u), g)
+    inner = _inverse_gaps(s * s) * (ug - _mT(ug)) * np.expand_dims(s, -2)
+    if m > k:
+        outside = (g - np.matmul(u, ug)) / np.expand_dims(s, -2)
+        return np.matmul(np.matmul(u, inner) + outside, vh)
+    return np.matmul(u, np.matmul(inner, vh))
+
+
+def _right_vectors_vjp(g, ans, a, full_matrices=True):
+    # The V terms: abar = U S (F o (V^T Vbar - Vbar^T V)) V^T + U S^-1 Vbar^T (I - V V^T),
+    # with Vbar = g^T (g is the cotangent of Vh).
+    m, n = np.shape(a)[-2:]
+    k = min(m, n)
+    if full_matrices and n > k:
+        _refuse_arbitrary_basis(g[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
+        g = g[..., :k, :]
+    u, s, vh = _reduced_svd(a)
+    vg = np.matmul(vh, _mT(g))
+    inner = np.expand_dims(s, -1) * (_inverse_gaps(s * s) * (vg - _mT(vg)))
+    result = np.matmul(inner, vh)
+    if n > k:
+        result = result + (g - np.matmul(_mT(vg), vh)) / np.expand_dims(s, -1)
+    return np.matmul(u, result)
+
+
+SINGULAR_VALUES = VjpRule(
+    "linalg.svd",
+    lambda a: np.linalg.svd(a, compute_uv=False),
+    (_singular_values_vjp,),
+    ((0,),),
+)
+LEFT_VECTORS = VjpRule(
+    "linalg.svd",
+    lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[0],
+    (_left_vectors_vjp,),
+    ((0,),),
+)
+RIGHT_VECTORS = VjpRule(
+    "linalg.svd",
+    lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[2],
+    (_right_vectors_vjp,),
+    ((0,),),
+)
+
+
+def _hermitian_svd(a, compute_uv):
+    # numpy's steps for hermitian=True, on the rules of eigh, abs and take_along_axis.
+    if not compute_uv:
+        return np.sort(np.abs(np.linalg.eigvalsh(a)))[..., ::-1]
+    s, u = np.linalg.eigh(a)
+    signs = np.copysign(1.0, s)
+    s = np.abs(s)
+    order = np.argsort(s)[..., ::-1]
+    signs = np.take_along_axis(signs, order, axis=-1)
+    s = np.take_along_axis(s, order, axis=-1)
+    u = np.take_along_axis(u, order[..., None, :], axis=-1)
+    return SVD_RESULT(u, s, _mT(u * signs[..., None, :]))
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if hermitian:
+        return _hermitian_svd(a, compute_uv)
+    _refuse_complex(a, "np.linalg.svd")
+    if not compute_uv:
+        return apply(SINGULAR_VALUES, (a,), None, np.linalg.svd(unwrap(a), compute_uv=False))
+    u, s, vh = np.linalg.svd(unwrap(a), full_matrices=full_matrices)
+    params = {"full_matrices": full_matrices}
+    return SVD_RESULT(
+        apply(LEFT_VECTORS, (a,), params, u),
+        apply(SINGULAR_VALUES, (a,), None, s),
+        apply(RIGHT_VECTORS, (a,), params, vh),
+    )
+
+
+@implements(np.linalg.svdvals)
+def svdvals(x, /):
+    return np.linalg.svd(x, compute_uv=False)
+
+
+def _refuse_complex(a, function):
+    if isinstance(a, WrappedValue) and a.dtype.kind == "c" and any_active((a,)):
+        raise NotDifferentiableError(f"{function} of a complex traced matrix")
+
+
+# -- eig, eigvals ------------------------------------------------------------------------
+
+
+def _real_eigensystem(a):
+    """``np.linalg.eig(a)`` of a matrix whose eigenvalues are real (as in the forward pass)."""
+    return np.linalg.eig(a)
+
+
+def _eigenvalues_vjp(g, ans, a):
+    # a = V L V^-1, so d lambda_i = (V^-1 da V)_ii and abar = V^-T diag(g) V^T.
+    _, vectors = _real_eigensystem(a)
+    return np.linalg.solve(_mT(vectors), np.expand_dims(g, -1) * _mT(vectors))
+
+
+def _eigenvectors_vjp(g, ans, a):
+    # Unnormalised, dV = V (F o (V^-1 da V)) with F_ij = 1 / (lambda_j - lambda_i); numpy
+    # scales each eigenvector to unit length, which projects dv_i on the complement of
+    # v_i. The adjoint: gbar = g - V diag(V^T g), abar = V^-T (F o (V^T gbar)) V^T.
+    values, vectors = _real_eigensystem(a)
+    projected = g - vectors * np.sum(vectors * g, axis=-2, keepdims=True)
+    inner = _inverse_gaps(values) * np.matmul(_mT(vectors), projected)
+    return np.linalg.solve(_mT(vectors), np.matmul(inner, _mT(vectors)))
+
+
+EIGENVALUES = VjpRule("linalg.eig", lambda a: np.linalg.eig(a)[0], (_eigenvalues_vjp,), ((0,),))
+EIGENVALUES_ONLY = VjpRule("linalg.eigvals", np.linalg.eigvals, (_eigenvalues_vjp,), ((0,),))
+EIGENVECTORS = VjpRule("linalg.eig", lambda a: np.linalg.eig(a)[1], (_eigenvectors_vjp,), ((0,),))
+
+
+def _refuse_complex_eigenvalues(a, values, function):
+    if values.dtype.kind == "c" and any_active((a,)):
+        raise NotDifferentiableError(
+            f"{function} of this traced matrix has complex eigenvalues: mutagrad "
+            "differentiates real-valued code only, and refuses complex results rather than "
+            "differentiate them with an untested convention.\n"
+            "Fix: for a symmetric matrix use np.linalg.eigh / eigvalsh (always real); "
+            "otherwise pass mutagrad.ignore_derivatives(a) if no gradient should flow here."
+        )
+
+
+@implements(np.linalg.eig)
+def eig(a):
+    values, vectors = np.linalg.eig(unwrap(a))
+    _refuse_complex_eigenvalues(a, values, "np.linalg.eig")
+    return EIG_RESULT(
+        apply(EIGENVALUES, (a,), None, values), apply(EIGENVECTORS, (a,), None, vectors)
+    )
+
+
+@implements(np.linalg.eigvals)
+def eigvals(a):
+    values = np.linalg.eigvals(unwrap(a))
+    _refuse_complex_eigenvalues(a, values, "np.linalg.eigvals")
+    return apply(EIGENVALUES_ONLY, (a,), None, values)
+
+
+# -- qr ----------------------------------------------------------------------------------
+
+
+def _copy_lower_to_upper(m):
+    return np.tril(m) + _mT(np.tril(m, -1))
+
+
+def _square_r_vjp(q, r, q_bar, r_bar):
+    """abar for a = q r with r square (m >= n); either cotangent may be None.
+
+    (Walter and Lehmann 2018; Liao et al. 2019) M = R Rbar^T - Qbar^T Q, and
+    abar = (Qbar + Q copyltu(M)) R^-T, copyltu(M) the symmetric matrix with M's lower
+    triangle.
+    """
+    terms = []
+    if r_bar is not None:
+        terms.append(np.matmul(r, _mT(r_bar)))
+    if q_bar is not None:
+        terms.append(-np.matmul(_mT(q_bar), q))
+    m = terms[0] if len(terms) == 1 else terms[0] + terms[1]
+    b = np.matmul(q, _copy_lower_to_upper(m))
+    if q_bar is not None:
+        b = b + q_bar
+    return _mT(np.linalg.solve(r, _mT(b)))
+
+
+def _qr_vjp(a, q_bar, r_bar):
+    """abar from the cotangents of the reduced factors (either may be None)."""
+    q, r = np.linalg.qr(a)
+    m, n = np.shape(a)[-2:]
+    if m >= n:
+        return _square_r_vjp(q, r, q_bar, r_bar)
+    # A wide a = [x | y] = q [u | v]: x = q u is a square factorization, v = q^T y.
+    y = a[..., :, m:]
+    if r_bar is None:
+        x_bar = _square_r_vjp(q, r[..., :, :m], q_bar, None)
+        return np.concatenate([x_bar, np.zeros_like(y)], axis=-1)
+    u_bar, v_bar = r_bar[..., :, :m], r_bar[..., :, m:]
+    q_bar = np.matmul(y, _mT(v_bar)) if q_bar is None else q_bar + np.matmul(y, _mT(v_bar))
+    x_bar = _square_r_vjp(q, r[..., :, :m], q_bar, u_bar)
+    return np.concatenate([x_bar, np.matmul(q, v_bar)], axis=-1)
+
+
+def _q_vjp(g, ans, a, mode="reduced"):
+    m, n = np.shape(a)[-2:]
+    if mode == "complete" and m > n:
+        _refuse_arbitrary_basis(g[..., :, n:], "np.linalg.qr(a, mode='complete')'s Q")
+        g = g[..., :, :n]
+    return _qr_vjp(a, g, None)
+
+
+def _r_vjp(g, ans, a, mode="reduced"):
+    m, n = np.shape(a)[-2:]
+    if m > n:  # mode='complete': the rows below n are zeros whatever a is
+        g = g[..., :n, :]
+    return _qr_vjp(a, None, g)
+
+
+Q_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[0], (_q_vjp,), ((0,),))
+R_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[-1], (_r_vjp,), ((0,),))
+
+
+@implements(np.linalg.qr)
+def qr(a, mode="reduced"):
+    result = np.linalg.qr(unwrap(a), mode)
+    if not any_active((a,)):
+        return wrap_constant(result)
+    _refuse_complex(a, "np.linalg.qr")
+    if mode in ("raw", "economic", "e"):
+        raise NotDifferentiableError(
+            f"np.linalg.qr(a, mode={mode!r}) returns LAPACK's Householder reflectors, whose "
+            "derivative mutagrad does not implement. Fix: use mode='reduced' (the default), "
+            "'complete' or 'r'."
+        )
+    mode = "reduced" if mode in ("f", "full") else mode  # numpy's deprecated spelling
+    params = {"mode": mode}
+    if mode == "r":
+        return apply(R_FACTOR, (a,), params, result)
+    q, r = result
+    return QR_RESULT(apply(Q_FACTOR, (a,), params, q), apply(R_FACTOR, (a,), params, r))
+
+
+# -- pinv, lstsq, cond ---------------------------------------------------------------------
+
+
+def _pinv_adjoint(g, p, a):
+    """abar for p = pinv(a) of constant rank, given the cotangent ``g`` of ``p``.
+
+    (Golub and Pereyra 1973) dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P,
+    whose adjoint is -P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A).
+    """
+    pt, gt = _mT(p), _mT(g)
+    first = -np.matmul(pt, np.matmul(g, pt))
+    gt_p_pt = np.matmul(np.matmul(gt, p), pt)
+    second = gt_p_pt - np.matmul(a, np.matmul(p, gt_p_pt))
+    pt_p_gt = np.matmul(pt, np.matmul(p, gt))
+    third = pt_p_gt - np.matmul(np.matmul(pt_p_gt, p), a)
+    return first + second + third
+
+
+def _symmetric_from_lower(a):
+    """The matrix numpy's ``hermitian=True`` paths see: ``a``'s lower triangle, mirrored."""
+    return np.tril(a) + _mT(np.tril(a, -1))
+
+
+def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=_NoValue):
+    if not hermitian:
+        return _pinv_adjoint(g, ans, a)
+    # numpy factorizes the symmetric matrix of a's lower triangle (np.linalg.eigh):
+    # each element below the diagonal stands for itself and its mirror image.
+    symmetric = _pinv_adjoint(g, ans, _symmetric_from_lower(a))
+    return np.tril(symmetric) + np.tril(_mT(symmetric), -1)
+
+
+PINV = VjpRule("linalg.pinv", np.linalg.pinv, (_pinv_vjp,), ((0, ANS),))
+
+
+def _refuse_discarded_singular_values(s, kept, shape, function):
+    """Refuse a cutoff that discards singular values above rounding level.
+
+    The pseudo-inverse's derivative above holds where the discarded singular
+    values are zero; numpy's default cutoffs only discard rounding noise.
+    """
+    largest = np.max(s, axis=-1, keepdims=True) if np.size(s) else s
+    noise = max(1e-15, max(shape[-2:]) * np.finfo(np.float64).eps) * largest
+    if np.any(~kept & (s > noise)):
+        raise NotDifferentiableError(
+            f"{function}'s cutoff discards singular values of this traced matrix that are "
+            "not rounding noise; the derivative of the truncated pseudo-inverse would depend "
+            "on them, and mutagrad does not implement it.\n"
+            "Fix: a cutoff below the discarded values' size (the default discards only "
+            "rounding noise), or truncate explicitly with np.linalg.svd."
+        )
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian=False, *, rtol=_NoValue):
+    params = {"rcond": rcond, "hermitian": hermitian, "rtol": rtol}
+    result = np.linalg.pinv(unwrap(a), **params)
+    if not any_active((a,)):
+        return wrap_constant(result)
+    _refuse_complex(a, "np.linalg.pinv")
+    if (rcond is not None or rtol is not _NoValue) and np.size(a):
+        raw = unwrap(a)
+        s = np.abs(np.linalg.eigvalsh(raw)) if hermitian else np.linalg.svd(raw, compute_uv=False)
+        if rcond is not None:
+            cut = rcond
+        elif rtol is None:  # numpy's array-API default
+            cut = max(raw.shape[-2:]) * np.finfo(raw.dtype).eps
+        else:
+            cut = rtol
+        kept = s > np.expand_dims(cut, -1) * np.max(s, axis=-1, keepdims=True)
+        _refuse_discarded_singular_values(s, kept, raw.shape, "np.linalg.pinv")
+    return apply(PINV, (a,), params, result)
+
+
+def _lstsq_rcond(shape, rcond):
+    """The cutoff LAPACK applies in np.linalg.lstsq (a negative one means machine epsilon)."""
+    eps = np.finfo(np.float64).eps
+    if rcond is None:
+        return eps * max(shape)
+    return eps if rcond < 0 else rcond
+
+
+def _solution_vjp_a(g, ans, a, b, rcond=None):
+    # x = pinv(a) b: the cotangent of pinv(a) is g b^T.
+    p = np.linalg.pinv(a, rcond=_lstsq_rcond(np.shape(a), rcond))
+    g_pinv = np.outer(g, b) if np.ndim(b) == 1 else np.matmul(g, _mT(b))
+    return _pinv_adjoint(g_pinv, p, a)
+
+
+def _solution_vjp_b(g, ans, a, b, rcond=None):
+    p = np.linalg.pinv(a, rcond=_lstsq_rcond(np.shape(a), rcond))
+    return np.matmul(_mT(p), g)
+
+
+def _residual(a, b, rcond):
+    x = np.linalg.lstsq(a, b, rcond=rcond)[0]
+    return b - np.matmul(a, x), x
+
+
+def _residuals_vjp_a(g, ans, a, b, rcond=None):
+    # residuals = sum(r**2, axis=0) with r = b - a x; at the least-squares solution
+    # a^T r = 0, so d residuals = 2 r^T (db - da x).
+    r, x = _residual(a, b, rcond)
+    if np.ndim(b) == 1:
+        return -2 * np.outer(r * g, x)
+    return -2 * np.matmul(r * g, _mT(x))
+
+
+def _residuals_vjp_b(g, ans, a, b, rcond=None):
+    r, _ = _residual(a, b, rcond)
+    return 2 * r * g
+
+
+LSTSQ_SOLUTION = VjpRule(
+    "linalg.lstsq",
+    lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)[0],
+    (_solution_vjp_a, _solution_vjp_b),
+    ((0, 1), (0,)),
+)
+LSTSQ_RESIDUALS = VjpRule(
+    "linalg.lstsq",
+    lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)[1],
+    (_residuals_vjp_a, _residuals_vjp_b),
+    ((0, 1), (0, 1)),
+)
+
+
+@implements(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    x, residuals, rank, s = np.linalg.lstsq(unwrap(a), unwrap(b), rcond)
+    if not any_active((a, b)):
+        return wrap_constant(x), wrap_constant(residuals), rank, wrap_constant(s)
+    _refuse_complex(a, "np.linalg.lstsq")
+    _refuse_complex(b, "np.linalg.lstsq")
+    kept = np.arange(np.size(s)) < rank
+    _refuse_discarded_singular_values(s, kept, np.shape(a), "np.linalg.lstsq")
+    params = {"rcond": rcond}
+    return (
+        apply(LSTSQ_SOLUTION, (a, b), params, x),
+        # numpy returns the squared residuals only for a full-rank tall a (else an empty array).
+        apply(LSTSQ_RESIDUALS, (a, b), params, residuals) if residuals.size else
+        wrap_constant(residuals),
+        rank,
+        apply(SINGULAR_VALUES, (a,), None, s),
+    )  # fmt: skip
+
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    # numpy's steps: a ratio of singular values, or a norm times the norm of the inverse.
+    raw = unwrap(x)
+    result = np.linalg.cond(raw, p)
+    if not any_active((x,)):
+        return wrap_constant(result)
+    if np.any(np.isinf(result)):
+        raise NotDifferentiableError(
+            "np.linalg.cond of a singular traced matrix: the condition number is infinite "
+            "there, with no derivative.\n"
+            "Fix: keep the matrix away from singular ones (a ridge, a + eps * I), or pass "
+            "mutagrad.ignore_derivatives(a) if no gradient should flow here."
+        )
+    if p is None or p in (2, -2):
+        s = np.linalg.svd(x, compute_uv=False)
+        return s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
+    return np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(np.linalg.inv(x), p, axis=(-2, -1))

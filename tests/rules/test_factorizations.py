@@ -1,0 +1,262 @@
+"""Rules of mutagrad/rules/factorizations.py: np.linalg's svd, svdvals, eig, eigvals, qr,
+pinv, lstsq and cond.
+
+Values on WrappedArrays equal numpy's, and gradients match finite differences to
+second order, for tall, square, wide and batched matrices, every factor and
+every mode. The matrices are built with well separated singular values (and
+eigenvalues), where singular vectors and eigenvectors are smooth functions of
+the matrix; eigenvector and singular vector signs are LAPACK's, smooth there
+too. Where the derivative does not exist the rules raise, which is checked
+last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rule_checks import check_op, rules_defined_in
+
+import mutagrad
+
+SIDES = st.integers(1, 3)
+SEEDS = st.integers(0, 2**32 - 1)
+
+
+def orthogonal(rng, n, batch):
+    q, r = np.linalg.qr(rng.standard_normal((*batch, n, n)))
+    return q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
+
+
+@st.composite
+def separated_matrices(draw, batch=True, square=False):
+    """U diag(s) V^T with singular values 1 apart (1.5, 2.5, ...): smooth factors."""
+    m = draw(SIDES, label="m")
+    n = m if square else draw(SIDES, label="n")
+    shape = tuple(draw(st.lists(st.integers(1, 2), max_size=1), label="batch")) if batch else ()
+    rng = np.random.default_rng(draw(SEEDS, label="seed"))
+    k = min(m, n)
+    s = np.arange(k, 0, -1) + 0.5
+    u = orthogonal(rng, m, shape)[..., :, :k]
+    v = orthogonal(rng, n, shape)[..., :, :k]
+    return np.matmul(u * s, np.swapaxes(v, -1, -2))
+
+
+@st.composite
+def real_eigensystems(draw):
+    """P diag(lambda) P^-1 with P near I and real eigenvalues 1 apart, of both signs."""
+    n = draw(SIDES, label="n")
+    shape = tuple(draw(st.lists(st.integers(1, 2), max_size=1), label="batch"))
+    rng = np.random.default_rng(draw(SEEDS, label="seed"))
+    p = np.eye(n) + 0.3 * rng.uniform(-1, 1, (*shape, n, n))
+    values = np.arange(n) - n / 2 + 0.25
+    return np.matmul(p * values, np.linalg.inv(p))
+
+
+# -- svd -----------------------------------------------------------------------
+
+
+@given(a=separated_matrices(), full_matrices=st.booleans())
+def test_svd(a, full_matrices):
+    k = min(a.shape[-2:])
+
+    def factors(a):
+        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        # The columns past k of a full U (rows of Vh) are an arbitrary basis: not read.
+        return np.concatenate([np.ravel(u[..., :, :k] ** 2), np.ravel(s), np.ravel(vh[..., :k, :])])
+
+    check_op(factors, a, order=2)
+
+
+@given(a=separated_matrices())
+def test_svd_result_and_each_factor_alone(a):
+    check_op(lambda a: np.linalg.svd(a, full_matrices=False).U, a, order=2)
+    check_op(lambda a: np.linalg.svd(a, full_matrices=False).Vh ** 2, a, order=2)
+    check_op(lambda a: np.linalg.svd(a)[1], a, order=2)
+    expected = np.linalg.svd(a)
+    got = mutagrad.withgradient(lambda a: (0.0, np.linalg.svd(a)), a).val[1]
+    assert type(got) is type(expected)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e, strict=True)
+
+
+@given(a=separated_matrices())
+def test_singular_values_alone(a):
+    """compute_uv=False and svdvals: LAPACK's values-only routine, numpy's values exactly."""
+    check_op(lambda a: np.linalg.svd(a, compute_uv=False), a, order=2)
+    check_op(np.linalg.svdvals, a, order=2)
+
+
+@given(a=separated_matrices(batch=False, square=True), compute_uv=st.booleans())
+def test_svd_of_a_symmetric_matrix_with_hermitian(a, compute_uv):
+    """numpy factorizes the symmetric matrix of a's lower triangle (eigh): its gradient."""
+    n = a.shape[-1]
+    a = np.dot(a.T, a) - 2.0 * np.eye(n) + np.triu(np.ones((n, n)), 1)  # noise above
+
+    def svd(a):
+        result = np.linalg.svd(a, compute_uv=compute_uv, hermitian=True)
+        if not compute_uv:
+            return result
+        u, s, vh = result
+        return np.concatenate([np.ravel(u**2), s, np.ravel(vh**2)])
+
+    check_op(svd, a, order=2)
+
+
+def test_svd_by_hand():
+    a = np.array([[3.0, 0.0], [0.0, 2.0], [0.0, 0.0]])
+    (g,) = mutagrad.gradient(lambda a: np.linalg.svd(a)[1][0], a)  # u_0 v_0^T
+    np.testing.assert_array_equal(g, [[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+
+
+# -- eig, eigvals --------------------------------------------------------------
+
+
+@given(a=real_eigensystems())
+def test_eig(a):
+    """Eigenvalues, and unit eigenvectors through functions blind to their signs."""
+    check_op(lambda a: np.linalg.eig(a).eigenvalues, a, order=2)
+    check_op(lambda a: np.linalg.eig(a)[1] ** 2, a, order=2)
+    check_op(np.linalg.eigvals, a, order=2)
+
+
+def test_eig_result():
+    a = np.array([[2.0, 1.0], [0.5, -1.0]])
+    expected = np.linalg.eig(a)
+    got = mutagrad.withgradient(lambda a: (0.0, np.linalg.eig(a)), a).val[1]
+    assert type(got) is type(expected)
+    np.testing.assert_array_equal(got.eigenvectors, expected.eigenvectors, strict=True)
+    # d lambda = w^T da v / (w^T v), with the left eigenvector w = (1, 1) and the right one
+    # v = (1, 0) of the eigenvalue 2.
+    (g,) = mutagrad.gradient(lambda a: np.linalg.eigvals(a)[0], np.array([[2.0, 1.0], [0.0, 1.0]]))
+    np.testing.assert_allclose(g, [[1.0, 0.0], [1.0, 0.0]], atol=1e-15)
+
+
+# -- qr ------------------------------------------------------------------------
+
+
+@st.composite
+def full_rank(draw):
+    m, n = draw(SIDES, label="m"), draw(SIDES, label="n")
+    shape = tuple(draw(st.lists(st.integers(1, 2), max_size=1), label="batch"))
+    rng = np.random.default_rng(draw(SEEDS, label="seed"))
+    return rng.uniform(-1, 1, (*shape, m, n)) + 3 * np.eye(m, n)
+
+
+@given(a=full_rank(), mode=st.sampled_from(["reduced", "complete", "r"]))
+def test_qr(a, mode):
+    k = min(a.shape[-2:])
+
+    def factors(a):
+        if mode == "r":
+            return np.linalg.qr(a, mode)
+        q, r = np.linalg.qr(a, mode)
+        return np.concatenate([np.ravel(q[..., :, :k]), np.ravel(r)])
+
+    check_op(factors, a, order=2)
+    if mode != "r":
+        check_op(lambda a: np.linalg.qr(a, mode).Q[..., :, :k], a)
+        check_op(lambda a: np.linalg.qr(a, mode).R, a)
+
+
+# -- pinv, lstsq, cond ---------------------------------------------------------
+
+
+@given(a=separated_matrices())
+def test_pinv(a):
+    check_op(np.linalg.pinv, a, order=2)
+    check_op(lambda a: np.linalg.pinv(a, rtol=None), a)
+
+
+@given(a=separated_matrices(batch=False, square=True))
+def test_pinv_of_a_symmetric_matrix_with_hermitian(a):
+    n = a.shape[-1]
+    a = np.dot(a.T, a) + np.triu(np.ones((n, n)), 1)  # numpy reads the lower triangle
+    check_op(lambda a: np.linalg.pinv(a, hermitian=True), a, order=2)
+
+
+@given(a=separated_matrices(batch=False), seed=SEEDS, columns=st.sampled_from([None, 1, 2]))
+def test_lstsq(a, seed, columns):
+    m = a.shape[0]
+    b = np.random.default_rng(seed).uniform(-1, 1, (m,) if columns is None else (m, columns))
+
+    def solution(a, b):
+        x, residuals, rank, s = np.linalg.lstsq(a, b)
+        assert rank == min(a.shape)
+        return np.concatenate([np.ravel(x), residuals, s])
+
+    check_op(solution, a, b, order=2)
+    check_op(lambda a: np.linalg.lstsq(a, b, rcond=None)[0], a)
+    check_op(lambda b: np.linalg.lstsq(a, b)[0], b)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc"], ids=str)
+@given(a=separated_matrices(batch=False, square=True))
+def test_cond(p, a):
+    check_op(lambda a: np.linalg.cond(a, p), a, order=2)
+
+
+@pytest.mark.parametrize("p", [1, -1, np.inf, -np.inf], ids=str)
+def test_cond_with_a_max_norm(p):
+    """(A matrix whose and whose inverse's row and column sums of |.| are far from ties.)"""
+    a = np.array([[4.0, 1.0, 0.5], [0.25, 3.0, -1.0], [1.5, -0.5, 2.0]])
+    check_op(lambda a: np.linalg.cond(a, p), a, order=2)
+
+
+# -- where the derivative does not exist ----------------------------------------
+
+
+TALL = np.array([[3.0, 0.5], [0.2, 2.0], [0.1, 0.3]])
+
+
+def test_svd_full_matrices_extra_columns_are_refused():
+    with pytest.raises(mutagrad.NotDifferentiableError, match="arbitrary orthonormal basis"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.svd(a)[0]), TALL)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="arbitrary orthonormal basis"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.svd(a)[2]), TALL.T)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="arbitrary orthonormal basis"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.qr(a, "complete")[0]), TALL)
+
+
+def test_complex_eigenvalues_are_refused():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    with pytest.raises(mutagrad.NotDifferentiableError, match="complex eigenvalues"):
+        mutagrad.gradient(lambda a: np.sum(np.abs(np.linalg.eig(a)[0])), rotation)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="complex eigenvalues"):
+        mutagrad.gradient(lambda a: np.sum(np.abs(np.linalg.eigvals(a))), rotation)
+    # Of a constant matrix they are just numpy's values.
+    constant = mutagrad.asarray(rotation)
+    np.testing.assert_array_equal(np.linalg.eigvals(constant), np.linalg.eigvals(rotation))
+
+
+def test_qr_raw_is_refused():
+    with pytest.raises(mutagrad.NotDifferentiableError, match="Householder"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.qr(a, "raw")[0]), TALL)
+
+
+def test_cutoffs_that_discard_singular_values_are_refused():
+    a = np.array([[3.0, 0.0], [0.0, 1e-3], [0.0, 0.0]])
+    with pytest.raises(mutagrad.NotDifferentiableError, match="cutoff discards"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.pinv(a, rcond=1e-2)), a)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="cutoff discards"):
+        mutagrad.gradient(lambda a: np.sum(np.linalg.lstsq(a, np.ones(3), rcond=1e-2)[0]), a)
+    # A cutoff below every singular value keeps the derivative.
+    check_op(lambda a: np.linalg.pinv(a, rcond=1e-6), a)
+
+
+def test_cond_of_a_singular_matrix_is_refused():
+    with pytest.raises(mutagrad.NotDifferentiableError, match="singular"):
+        mutagrad.gradient(lambda a: np.linalg.cond(a, 1), np.ones((2, 2)))
+
+
+# -- coverage ------------------------------------------------------------------
+
+
+def test_every_rule_of_the_module_is_tested():
+    tested = {np.linalg.svd, np.linalg.svdvals, np.linalg.eig, np.linalg.eigvals}
+    tested |= {np.linalg.qr, np.linalg.pinv, np.linalg.lstsq, np.linalg.cond}
+    registered = rules_defined_in("mutagrad.rules.factorizations")
+    assert registered, "found no rules: did the registry change?"
+    missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}
+    assert not missing, f"rules without a test: {sorted(missing)}"
