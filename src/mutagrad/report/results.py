@@ -61,6 +61,8 @@ import json
 import math
 from typing import Any
 
+import attrs
+
 from mutagrad.report.peers import MUTAGRAD, system_label
 from mutagrad.report.runner import ModeResult, ProgramResult, Report
 from mutagrad.report.summary import Summary, headline, summarize
@@ -202,6 +204,7 @@ def results_document(report: Report) -> dict[str, Any]:
         "started": report.started,
         "seconds": report.seconds,
         "summary": _summary_entry(summarize(report)),
+        "fuzz": None if report.fuzz is None else attrs.asdict(report.fuzz),
         "programs": [_program_entry(p) for p in report.programs],
     }
 

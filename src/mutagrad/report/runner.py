@@ -83,6 +83,7 @@ from mutagrad.report.limits import ProgramTimeout, isolated, limit_available, ti
 from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
 from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
+from mutagrad.testing.fuzz import FuzzFigures, fuzz_figures
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 DEFAULT_REPEATS = 5
@@ -135,6 +136,8 @@ class Settings:
     atol: float = DEFAULT_ATOL
     finite_difference_step: float = FINITE_DIFFERENCE_STEP
     measure_memory: bool = True
+    fuzz_programs: int = 0
+    """Random programs the differential fuzzer judges besides the corpus (0: none)."""
 
     @property
     def peers(self) -> tuple[str, ...]:
@@ -262,6 +265,8 @@ class Report:
     environment: dict[str, Any]
     started: str
     seconds: float
+    fuzz: FuzzFigures | None = None
+    """The differential fuzzer's run beside the corpus, when there was one."""
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -791,6 +796,7 @@ def run_report(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     measure_memory: bool = True,
+    fuzz_programs: int = 0,
     progress: TextIO | None = None,
 ) -> Report:
     """Run every program in every mode and on every peer of ``engines``; show progress.
@@ -814,6 +820,7 @@ def run_report(
         rtol=rtol,
         atol=atol,
         measure_memory=measure_memory,
+        fuzz_programs=fuzz_programs,
     )
     started = datetime.datetime.now(datetime.timezone.utc)
     machine = environment(settings.peers)  # before the run: the load average says how busy
@@ -827,10 +834,14 @@ def run_report(
         shown.finished()
     finally:
         shown.close()
+    # Beyond the corpus: random programs, judged the same way (numpy's value, finite
+    # differences), so that "no gradient silently wrong" is not a claim about 117 programs.
+    fuzz = fuzz_figures(fuzz_programs, seed=0) if fuzz_programs > 0 else None
     return Report(
         settings=settings,
         programs=tuple(results),
         environment=machine,
         started=started.isoformat(timespec="seconds"),
         seconds=time.perf_counter() - clock,
+        fuzz=fuzz,
     )

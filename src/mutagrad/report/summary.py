@@ -27,6 +27,7 @@ import mutagrad
 from mutagrad.report.peers import PEERS, column_title, system_label
 from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, PoisonVerdict, Report
 from mutagrad.report.tables import ratio_text, seconds_text
+from mutagrad.testing.fuzz import FuzzFigures
 
 MODE_ROLES = {
     "strict": "Zygote's rule: every in-place write refused",
@@ -122,6 +123,8 @@ class Summary:
     """Per mode and peer, how many results ended in each error type."""
     by_category: dict[str, CategoryCounts]
     """Per category, in corpus order: programs, accepted per mode and peer, poison verdicts."""
+    fuzz: FuzzFigures | None = None
+    """The differential fuzzer's run beside the corpus, when there was one."""
 
     @property
     def poison_errors(self) -> int:
@@ -182,6 +185,7 @@ def summarize(report: Report) -> Summary:
             false_alarms=verdicts.count(PoisonVerdict.FALSE_ALARM),
         )
     return Summary(
+        fuzz=report.fuzz,
         programs=len(report.programs),
         mutating=sum(1 for p in report.programs if p.program.mutates),
         modes=report.modes,
@@ -427,6 +431,20 @@ def headline(summary: Summary) -> list[Sentence]:
         sentences.append(Sentence(text + _known_suffix(summary.wrong, summary), alarm=True))
     else:
         sentences.append(Sentence("No gradient was silently wrong, in any mode."))
+    if summary.fuzz is not None:
+        fuzz = summary.fuzz
+        failures = ", ".join(
+            f"{m} {fuzz.wrong[m]} wrong and {fuzz.crashed[m]} crashed" for m in fuzz.wrong
+        )
+        sentences.append(
+            Sentence(
+                f"The differential fuzzer judged {fuzz.judged} random mutating numpy programs "
+                f"(seed {fuzz.seed}, python -m mutagrad.testing.fuzz) the same way: "
+                + (failures if fuzz.failures else "none silently wrong, none crashed, in any mode")
+                + ".",
+                alarm=bool(fuzz.failures),
+            )
+        )
     if summary.crashed or summary.timed_out:
         parts = []
         if summary.crashed:

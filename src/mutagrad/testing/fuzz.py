@@ -59,16 +59,19 @@ import attrs
 import numpy as np
 
 import mutagrad
+from mutagrad.core import modes
 from mutagrad.report.limits import ProgramTimeout, isolated, time_limit
 from mutagrad.testing.finite_differences import numerical_gradient
 
 __all__ = [
     "MODES",
     "Blueprint",
+    "FuzzFigures",
     "FuzzProgram",
     "ModeResult",
     "Outcome",
     "Verdict",
+    "fuzz_figures",
     "generate",
     "judge",
     "main",
@@ -76,7 +79,7 @@ __all__ = [
     "render",
 ]
 
-MODES: tuple[str, ...] = ("strict", "poison", "snapshot")
+MODES: tuple[str, ...] = tuple(modes.MODES)
 
 # ---------------------------------------------------------------------------
 # Blueprints: the random choices of one program.
@@ -2115,6 +2118,37 @@ def _runs(tasks: list[tuple[int, int, int, float, bool]], jobs: int) -> Iterator
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(_run_one, tasks, chunksize=4)
+
+
+@attrs.frozen
+class FuzzFigures:
+    """What a fuzzing run found, per mode: for the comparison report's headline."""
+
+    programs: int
+    judged: int
+    seed: int
+    wrong: dict[str, int]
+    crashed: dict[str, int]
+
+    @property
+    def failures(self) -> int:
+        return sum(self.wrong.values()) + sum(self.crashed.values())
+
+
+def fuzz_figures(
+    count: int, seed: int = 0, jobs: int = 1, max_statements: int = 10, seconds: float = 10.0
+) -> FuzzFigures:
+    """Judge ``count`` random programs (unminimised) and count the failures per mode."""
+    tasks = [(seed, index, max_statements, seconds, False) for index in range(count)]
+    verdicts = [run.verdict for run in _runs(tasks, jobs)]
+    judged = [v for v in verdicts if v.discarded is None]
+
+    def counting(outcome: Outcome) -> dict[str, int]:
+        return {mode: sum(v.outcome(mode) is outcome for v in judged) for mode in MODES}
+
+    return FuzzFigures(
+        count, len(judged), seed, counting(Outcome.WRONG), counting(Outcome.CRASH)
+    )
 
 
 def summary_table(verdicts: Sequence[Verdict]) -> str:
