@@ -39,7 +39,6 @@ from mutagrad.report import (
 )
 from mutagrad.report.peers import PEERS_EXTRA_HINT
 
-
 # A few seconds' worth: about 1,000 programs a second on this project's machines.
 DEFAULT_FUZZ_PROGRAMS = 2000
 
