@@ -2,8 +2,9 @@
 
 The README's table must be what the registries give today; every listed
 function is classified without a problem (a function that is neither
-registered nor declared non-differentiable is really tried on a traced
-array, and a gradient that disagrees with finite differences is a problem).
+registered nor declared is really tried on a traced array, and a gradient
+that disagrees with finite differences is a problem); the list is every
+public callable numpy and jax.numpy share (checked where jax is installed).
 """
 
 from __future__ import annotations
@@ -42,6 +43,20 @@ def test_the_list_names_numpy_functions_once():
         assert callable(coverage.numpy_function(name)), name
     unused = set(coverage.SAMPLES) - set(names)
     assert not unused, f"samples for functions not in the table: {sorted(unused)}"
+    assert set(coverage.DECLARED) <= set(names)
+    assert {status for status, _ in coverage.DECLARED.values()} <= set(coverage.STATUSES)
+    assert coverage.NUMPY_ONLY <= set(names)
+
+
+def test_the_list_is_every_callable_numpy_and_jax_numpy_share():
+    """(jax is not a dependency: the list was computed once; this checks it where jax is.)"""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    if (np.__version__, jax.__version__) != (coverage.NUMPY_VERSION, coverage.JAX_VERSION):
+        pytest.skip("the list was computed with other versions of numpy and jax")
+    names = {name for names in coverage.AREAS.values() for name in names}
+    assert names - coverage.NUMPY_ONLY == coverage.shared_names(np, jnp)
 
 
 def test_statuses(entries):
@@ -51,8 +66,12 @@ def test_statuses(entries):
     assert status["argmax"] == "non-differentiable"
     assert status["vstack"] == "traced through"  # numpy's Python code, run on traced arrays
     assert status["linalg.eig"] == "supported"
-    assert status["gradient"] == "refused"  # numpy's code converts its input to a raw array
-    assert coverage.counts(entries)["supported"] > 100
+    assert status["zeros"] == "non-differentiable"  # no array values in
+    reason = {e.name: e.detail for e in entries if e.status == "refused"}
+    assert reason["gradient"] == coverage.CONVERTS  # numpy's code converts its input
+    assert reason["fft.rfft"] == coverage.COMPLEX
+    assert reason["float64"] == coverage.SCALAR_TYPE
+    assert coverage.counts(entries)["supported"] > 200
 
 
 def test_a_function_without_a_sample_is_a_problem(monkeypatch):

@@ -3,24 +3,34 @@
 ``python -m mutagrad coverage`` prints it; ``--write`` puts it into README.md
 between ``<!-- coverage:start -->`` and ``<!-- coverage:end -->``.
 
-The functions are listed here explicitly (:data:`AREAS`: commonly used
-functions of numpy's main namespace and of ``np.linalg``). Each is
+The table lists every public callable that numpy and jax.numpy share (main
+namespace, ``np.linalg`` and ``np.fft``), computed once with the versions in
+:data:`NUMPY_VERSION` and :data:`JAX_VERSION` and written below (:data:`AREAS`;
+jax is not a dependency), and a few numpy functions jax.numpy lacks
+(:data:`NUMPY_ONLY`). Names the installed numpy does not have are left out.
+Each name is
 
 * **supported** when it has a rule (``UFUNC_RULES`` or ``FUNCTION_RULES``);
 * **non-differentiable** when declared so (``NONDIFFERENTIABLE``): it runs
-  on traced arrays and its outputs carry no derivative;
+  on traced arrays and its outputs carry no derivative; or when it takes no
+  array values at all (a shape, a dtype, a setting: :data:`DECLARED`);
+* **refused** for a reason stated in :data:`DECLARED` (a scalar type, complex
+  values, a raw array, a file);
 * otherwise it is *tried*: a small call on a traced array (:data:`SAMPLES`)
   inside ``mutagrad.gradient``. It is **traced through** when numpy's own
   Python implementation runs on traced arrays and its gradient matches
   central finite differences, and **refused** when mutagrad raises
-  ``MissingRuleError``, ``TracerConversionError`` or ``NotDifferentiableError``.
+  ``MissingRuleError``, ``TracerConversionError`` or ``NotDifferentiableError``
+  (the error says why).
 
-Anything else (a wrong gradient, another exception) is a bug, reported by
-:func:`classify` as a problem and by the command as a failure.
+Anything else (a wrong gradient, another exception, a name with no sample) is
+a bug, reported by :func:`classify` as a problem and by the command as a
+failure.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -39,24 +49,41 @@ START = "<!-- coverage:start -->"
 END = "<!-- coverage:end -->"
 STATUSES = ("supported", "traced through", "non-differentiable", "refused")
 
-# The functions of the table, by area: names in numpy's namespace ("linalg.x" in np.linalg).
+# The list below was computed with these versions (see :func:`shared_names`).
+NUMPY_VERSION = "2.4.6"
+JAX_VERSION = "0.10.2"
+
+# Every public callable numpy and jax.numpy share, by area: names in numpy's namespace
+# ("linalg.x" in np.linalg, "fft.x" in np.fft), and the numpy-only ones of NUMPY_ONLY.
 AREAS: dict[str, tuple[str, ...]] = {
     "elementwise": (
-        "add", "subtract", "multiply", "divide", "power", "float_power", "negative", "positive",
-        "absolute", "fabs", "sign", "sqrt", "cbrt", "square", "reciprocal", "exp", "exp2",
-        "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2", "sin", "cos", "tan",
-        "arcsin", "arccos", "arctan", "arctan2", "hypot", "sinh", "cosh", "tanh", "arcsinh",
-        "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees", "radians", "maximum", "minimum",
-        "fmax", "fmin", "clip", "where", "floor", "ceil", "trunc", "rint", "round", "fix",
-        "remainder", "fmod", "divmod", "modf", "frexp", "ldexp", "copysign", "heaviside", "sinc",
-        "i0", "nan_to_num", "real", "imag", "conjugate", "angle", "signbit", "isnan", "isfinite",
-        "isinf",
+        "add", "subtract", "multiply", "divide", "true_divide", "power", "pow", "float_power",
+        "negative", "positive", "absolute", "abs", "fabs", "sign", "sqrt", "cbrt", "square",
+        "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp",
+        "logaddexp2", "sin", "cos", "tan", "arcsin", "asin", "arccos", "acos", "arctan", "atan",
+        "arctan2", "atan2", "hypot", "sinh", "cosh", "tanh", "arcsinh", "asinh", "arccosh",
+        "acosh", "arctanh", "atanh", "deg2rad", "rad2deg", "degrees", "radians", "maximum",
+        "minimum", "fmax", "fmin", "clip", "where", "floor", "ceil", "trunc", "rint", "round",
+        "around", "fix", "floor_divide", "remainder", "mod", "fmod", "divmod", "modf", "frexp",
+        "ldexp", "copysign", "nextafter", "spacing", "heaviside", "sinc", "i0", "nan_to_num",
+        "real", "imag", "conjugate", "conj", "angle", "real_if_close", "signbit", "isnan",
+        "isfinite", "isinf", "isneginf", "isposinf", "isreal", "iscomplex",
+    ),
+    "comparison and logic": (
+        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+        "logical_or", "logical_xor", "logical_not", "isclose", "allclose", "array_equal",
+        "array_equiv",
+    ),
+    "bits and integers": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_invert", "invert",
+        "bitwise_left_shift", "left_shift", "bitwise_right_shift", "right_shift",
+        "bitwise_count", "gcd", "lcm", "packbits", "unpackbits",
     ),
     "reductions": (
-        "sum", "prod", "mean", "std", "var", "max", "min", "ptp", "average", "median",
-        "percentile", "quantile", "nansum", "nanprod", "nanmean", "nanstd", "nanvar", "nanmax",
-        "nanmin", "nanmedian", "nanpercentile", "nanquantile", "any", "all", "count_nonzero",
-        "argmax", "argmin", "nanargmax", "nanargmin",
+        "sum", "prod", "mean", "std", "var", "max", "amax", "min", "amin", "ptp", "average",
+        "median", "percentile", "quantile", "nansum", "nanprod", "nanmean", "nanstd", "nanvar",
+        "nanmax", "nanmin", "nanmedian", "nanpercentile", "nanquantile", "any", "all",
+        "count_nonzero", "argmax", "argmin", "nanargmax", "nanargmin",
     ),
     "cumulative": (
         "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod",
@@ -64,39 +91,150 @@ AREAS: dict[str, tuple[str, ...]] = {
     ),
     "products": (
         "dot", "vdot", "inner", "outer", "matmul", "vecdot", "matvec", "vecmat", "tensordot",
-        "einsum", "kron", "cross", "trace",
+        "einsum", "einsum_path", "kron", "cross", "trace",
     ),
     "np.linalg": (
         "linalg.solve", "linalg.inv", "linalg.det", "linalg.slogdet", "linalg.norm",
         "linalg.multi_dot", "linalg.vector_norm", "linalg.matrix_norm", "linalg.pinv",
         "linalg.cholesky", "linalg.qr", "linalg.eigh", "linalg.eigvalsh", "linalg.eig",
-        "linalg.svd", "linalg.svdvals", "linalg.lstsq", "linalg.matrix_power", "linalg.cond",
-        "linalg.matrix_rank",
+        "linalg.eigvals", "linalg.svd", "linalg.svdvals", "linalg.lstsq", "linalg.matrix_power",
+        "linalg.cond", "linalg.matrix_rank", "linalg.tensorinv", "linalg.tensorsolve",
+        "linalg.matmul", "linalg.vecdot", "linalg.outer", "linalg.cross", "linalg.tensordot",
+        "linalg.trace", "linalg.diagonal", "linalg.matrix_transpose",
+    ),
+    "np.fft": (
+        "fft.fft", "fft.ifft", "fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft",
+        "fft.irfft", "fft.rfft2", "fft.irfft2", "fft.rfftn", "fft.irfftn", "fft.hfft",
+        "fft.ihfft", "fft.fftfreq", "fft.rfftfreq", "fft.fftshift", "fft.ifftshift",
     ),
     "shape": (
-        "reshape", "ravel", "transpose", "matrix_transpose", "swapaxes", "moveaxis", "squeeze",
-        "expand_dims", "broadcast_to", "broadcast_arrays", "atleast_1d", "atleast_2d",
-        "atleast_3d", "concatenate", "stack", "vstack", "hstack", "dstack", "column_stack",
-        "block", "split", "array_split", "unstack", "flip", "fliplr", "flipud", "rot90", "copy",
+        "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
+        "moveaxis", "rollaxis", "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays",
+        "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat", "stack", "vstack",
+        "hstack", "dstack", "column_stack", "block", "split", "array_split", "hsplit", "vsplit",
+        "dsplit", "unstack", "flip", "fliplr", "flipud", "rot90", "copy", "astype",
     ),
     "rearranging": (
         "roll", "tile", "repeat", "pad", "resize", "append", "insert", "delete", "diag",
-        "diagflat", "diagonal", "tril", "triu",
+        "diagflat", "diagonal", "tril", "triu", "fill_diagonal", "trim_zeros",
     ),
     "indexing and sorting": (
         "take", "take_along_axis", "put_along_axis", "put", "place", "putmask", "choose",
         "compress", "extract", "select", "nonzero", "argwhere", "flatnonzero", "searchsorted",
-        "sort", "argsort", "partition", "argpartition", "lexsort", "unique", "isin",
+        "sort", "sort_complex", "argsort", "partition", "argpartition", "lexsort", "ix_",
+        "indices", "diag_indices", "diag_indices_from", "tril_indices", "tril_indices_from",
+        "triu_indices", "triu_indices_from", "mask_indices", "ravel_multi_index",
+        "unravel_index",
+    ),
+    "sets": (
+        "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "isin",
+        "union1d", "intersect1d", "setdiff1d", "setxor1d",
     ),
     "creation": (
         "zeros_like", "ones_like", "empty_like", "full_like", "copyto", "linspace", "logspace",
-        "geomspace", "meshgrid",
+        "geomspace", "meshgrid", "zeros", "ones", "empty", "full", "eye", "identity", "tri",
+        "arange", "array", "asarray", "fromfunction", "fromiter", "frombuffer", "fromstring",
+        "fromfile", "from_dlpack",
     ),
-    "other": (
-        "convolve", "correlate", "interp", "polyval", "histogram", "bincount", "digitize",
-        "isclose", "allclose", "array_equal",
+    "polynomials": (
+        "polyval", "polyfit", "poly", "roots", "polyadd", "polysub", "polymul", "polydiv",
+        "polyder", "polyint", "vander",
+    ),
+    "statistics and signals": (
+        "cov", "corrcoef", "histogram", "histogram2d", "histogramdd", "histogram_bin_edges",
+        "bincount", "digitize", "convolve", "correlate", "interp", "unwrap", "bartlett",
+        "blackman", "hamming", "hanning", "kaiser",
+    ),
+    "functional": (
+        "apply_along_axis", "apply_over_axes", "piecewise", "vectorize", "frompyfunc",
+    ),
+    "types and shapes": (
+        "shape", "ndim", "size", "broadcast_shapes", "result_type", "promote_types", "can_cast",
+        "issubdtype", "isdtype", "isscalar", "iterable", "iscomplexobj", "isrealobj", "dtype",
+        "finfo", "iinfo", "ndarray", "ufunc", "generic", "number", "integer", "signedinteger",
+        "unsignedinteger", "inexact", "floating", "complexfloating", "flexible", "character",
+        "bool", "bool_", "int8", "int16", "int32", "int64", "int_", "uint", "uint8", "uint16",
+        "uint32", "uint64", "float16", "float32", "float64", "single", "double", "complex64",
+        "complex128", "csingle", "cdouble", "object_",
+    ),
+    "input, output and printing": (
+        "load", "save", "savez", "array_repr", "array_str", "printoptions", "set_printoptions",
+        "get_printoptions",
     ),
 }  # fmt: skip
+
+# numpy functions jax.numpy lacks, listed beside the shared ones.
+NUMPY_ONLY = frozenset({"copyto", "putmask", "fix", "real_if_close"})
+
+# Why the functions that are not tried have their status.
+NO_ARRAY_VALUES = "takes no array values (a shape, a size, a dtype, a setting)"
+QUERY = "a type, or a question about a type or an object"
+SCALAR_TYPE = "a numpy scalar type: it makes a raw number of a traced value (use x.astype)"
+COMPLEX = "complex values (mutagrad differentiates real-valued code only)"
+RAW_ARRAY = "returns a raw ndarray (use x.copy(), np.copy or mutagrad.array)"
+RAW_FILL = "allocates a raw array: a traced fill value is refused (np.full_like keeps it)"
+FROM_BYTES = "builds a raw array from bytes, a buffer or an iterator (np.stack keeps traced values)"
+OBJECT_ARRAYS = "runs a Python function on object arrays"
+EXPORTS = "exports a traced array's data (as x.tobytes() does)"
+
+# Functions that are not tried: (status, reason).
+DECLARED: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(
+        ("zeros", "ones", "empty", "eye", "identity", "tri", "arange", "indices",
+         "diag_indices", "tril_indices", "triu_indices", "mask_indices", "bartlett", "blackman",
+         "hamming", "hanning", "broadcast_shapes", "promote_types", "load", "printoptions",
+         "set_printoptions", "get_printoptions"),
+        ("non-differentiable", NO_ARRAY_VALUES),
+    ),
+    **dict.fromkeys(
+        ("issubdtype", "isdtype", "isscalar", "iterable", "dtype", "finfo", "iinfo", "ndarray",
+         "ufunc", "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
+         "floating", "complexfloating", "flexible", "character"),
+        ("non-differentiable", QUERY),
+    ),
+    **dict.fromkeys(
+        ("bool", "bool_", "int8", "int16", "int32", "int64", "int_", "uint", "uint8", "uint16",
+         "uint32", "uint64", "float16", "float32", "float64", "single", "double", "object_"),
+        ("refused", SCALAR_TYPE),
+    ),
+    **dict.fromkeys(
+        ("complex64", "complex128", "csingle", "cdouble", "sort_complex", "fft.fft", "fft.ifft",
+         "fft.fft2", "fft.ifft2", "fft.fftn", "fft.ifftn", "fft.rfft", "fft.irfft", "fft.rfft2",
+         "fft.irfft2", "fft.rfftn", "fft.irfftn", "fft.hfft", "fft.ihfft"),
+        ("refused", COMPLEX),
+    ),
+    "array": ("refused", RAW_ARRAY),
+    "asarray": ("refused", RAW_ARRAY),
+    "full": ("refused", RAW_FILL),
+    **dict.fromkeys(
+        ("fromiter", "frombuffer", "fromstring", "fromfile", "from_dlpack"), ("refused", FROM_BYTES)
+    ),
+    "vectorize": ("refused", OBJECT_ARRAYS),
+    "frompyfunc": ("refused", OBJECT_ARRAYS),
+    "save": ("refused", EXPORTS),
+    "savez": ("refused", EXPORTS),
+}  # fmt: skip
+
+# Why a tried function was refused, from the error mutagrad raised.
+CONVERTS = "numpy's Python code converts its input to a raw array (np.asarray)"
+NO_RULE = "no rule, and numpy implements it in C"
+
+
+def shared_names(numpy_module: Any, jax_numpy_module: Any) -> set[str]:
+    """The public callables two numpy namespaces share, with their linalg and fft ones.
+
+    How :data:`AREAS` was computed: ``shared_names(numpy, jax.numpy)``.
+    """
+
+    def shared(a: Any, b: Any, prefix: str) -> set[str]:
+        names = {n for n in dir(a) if not n.startswith("_")} & set(dir(b))
+        return {prefix + n for n in names if callable(getattr(a, n)) and callable(getattr(b, n))}
+
+    found = shared(numpy_module, jax_numpy_module, "")
+    for sub in ("linalg", "fft"):
+        found |= shared(getattr(numpy_module, sub), getattr(jax_numpy_module, sub), sub + ".")
+    return found
+
 
 # A well-conditioned matrix with distinct positive entries below 1 (inside every domain
 # used below: arcsin, arctanh, log...), and a vector of distinct entries.
@@ -189,6 +327,44 @@ SAMPLES: dict[str, tuple[np.ndarray, Callable[[Any], Any]]] = {
     "interp": (VECTOR, lambda x: np.interp([0.5, 1.5, 2.5], [0.0, 1.0, 2.0, 3.0], x)),
     "polyval": (VECTOR, lambda x: np.polyval(x, 0.7)),
     "histogram": (VECTOR, lambda x: np.histogram(x, bins=3)[1]),
+    "linalg.matmul": (MATRIX, lambda x: np.linalg.matmul(x, x[::-1])),
+    "linalg.vecdot": (MATRIX, lambda x: np.linalg.vecdot(x, x[::-1])),
+    "linalg.tensordot": (MATRIX, lambda x: np.linalg.tensordot(x, x[::-1], axes=1)),
+    "linalg.trace": (MATRIX, np.linalg.trace),
+    "linalg.diagonal": (MATRIX, lambda x: np.linalg.diagonal(x, offset=1)),
+    "fft.fftfreq": (VECTOR, lambda x: np.fft.fftfreq(5, x[0])),
+    "fft.rfftfreq": (VECTOR, lambda x: np.fft.rfftfreq(5, x[0])),
+    "hsplit": (MATRIX, lambda x: np.hsplit(x, 3)[1]),
+    "vsplit": (MATRIX, lambda x: np.vsplit(x, [1])[1]),
+    "dsplit": (MATRIX, lambda x: np.dsplit(x[None], [1])[1]),
+    "trim_zeros": (VECTOR, lambda x: np.trim_zeros(x - x[0])),
+    "ix_": (VECTOR, lambda x: np.ix_(x, x[:2])[0]),
+    "unique_values": (VECTOR, np.unique_values),
+    "unique_counts": (VECTOR, lambda x: np.unique_counts(x).values),
+    "unique_inverse": (VECTOR, lambda x: np.unique_inverse(x).values),
+    "unique_all": (VECTOR, lambda x: np.unique_all(x).values),
+    "union1d": (VECTOR, lambda x: np.union1d(x, x[1:] + 0.5)),
+    "intersect1d": (VECTOR, lambda x: np.intersect1d(x, x[1:])),
+    "setdiff1d": (VECTOR, lambda x: np.setdiff1d(x, x[1:2])),
+    "setxor1d": (VECTOR, lambda x: np.setxor1d(x, x[1:2])),
+    "fromfunction": (VECTOR, lambda x: np.fromfunction(lambda i, j: x[0] * i + x[1] * j, (2, 3))),
+    "polyfit": (VECTOR, lambda x: np.polyfit([0.0, 1.0, 2.0, 3.0], x, 2)),
+    "poly": (VECTOR, np.poly),
+    "roots": (VECTOR, lambda x: np.real(np.roots(x))),
+    "polyadd": (VECTOR, lambda x: np.polyadd(x, x[:2])),
+    "polysub": (VECTOR, lambda x: np.polysub(x, x[:2])),
+    "polymul": (VECTOR, lambda x: np.polymul(x, x[:2])),
+    "polydiv": (VECTOR, lambda x: np.polydiv(x, x[:2])[0]),
+    "polyder": (VECTOR, np.polyder),
+    "polyint": (VECTOR, np.polyint),
+    "cov": (MATRIX, np.cov),
+    "corrcoef": (MATRIX, np.corrcoef),
+    "histogram2d": (VECTOR, lambda x: np.histogram2d(x, x[::-1], bins=2)[1]),
+    "histogramdd": (MATRIX, lambda x: np.histogramdd(x, bins=2)[1][0]),
+    "histogram_bin_edges": (VECTOR, lambda x: np.histogram_bin_edges(x, bins=3)),
+    "unwrap": (VECTOR, lambda x: np.unwrap(8 * x)),
+    "kaiser": (VECTOR, lambda x: np.kaiser(4, 3 * x[0])),
+    "piecewise": (VECTOR, lambda x: np.piecewise(x, [x < 0.5], [lambda v: v * v, lambda v: 2 * v])),
 }
 
 
@@ -200,6 +376,15 @@ def numpy_function(name: str) -> Any:
     return target
 
 
+def available(name: str) -> bool:
+    """Whether the installed numpy has ``name`` (the list was computed with NUMPY_VERSION)."""
+    try:
+        numpy_function(name)
+    except AttributeError:
+        return False
+    return True
+
+
 @attrs.frozen
 class Entry:
     """One function's row of the table."""
@@ -207,12 +392,27 @@ class Entry:
     name: str
     area: str
     status: str  # one of STATUSES, or "problem"
-    detail: str = ""  # for a problem: what went wrong
+    detail: str = ""  # why it is refused (or non-differentiable); for a problem, what went wrong
 
 
 def _weights(shape: tuple[int, ...]) -> np.ndarray:
     n = int(np.prod(shape, dtype=np.int64))
     return (np.linspace(0.5, 1.5, n) * (-1.0) ** np.arange(n)).reshape(shape)
+
+
+def refusal_reason(error: Exception) -> str:
+    """Why mutagrad refused a function, in a few words, from the error it raised."""
+    text = str(error)
+    if isinstance(error, MissingRuleError):
+        return CONVERTS if "converts its input" in text else NO_RULE
+    if isinstance(error, TracerConversionError):
+        return CONVERTS
+    if "complex" in text:
+        return COMPLEX
+    failure = re.search(r"mutagrad failed with (\w+)", text)
+    if failure:  # numpy runs it on copies of the data, mutagrad could not on traced arrays
+        return f"numpy's Python code fails on traced arrays ({failure.group(1)})"
+    return text.splitlines()[0]
 
 
 def try_sample(name: str) -> tuple[str, str]:
@@ -230,8 +430,8 @@ def try_sample(name: str) -> tuple[str, str]:
         warnings.simplefilter("ignore")
         try:
             gradient(loss, x.copy())
-        except (MissingRuleError, TracerConversionError, NotDifferentiableError):
-            return "refused", ""
+        except (MissingRuleError, TracerConversionError, NotDifferentiableError) as error:
+            return "refused", refusal_reason(error)
         except Exception as error:  # any other error is reported, not raised
             return "problem", f"{type(error).__name__}: {str(error).splitlines()[0]}"
         try:
@@ -241,20 +441,26 @@ def try_sample(name: str) -> tuple[str, str]:
     return "traced through", ""
 
 
+def status_of(name: str) -> tuple[str, str]:
+    """``(status, detail)`` of one function of the table."""
+    fn = numpy_function(name)
+    if fn in UFUNC_RULES or fn in FUNCTION_RULES:
+        return "supported", ""
+    if fn in NONDIFFERENTIABLE:
+        return "non-differentiable", ""
+    if name in DECLARED:
+        return DECLARED[name]
+    return try_sample(name)
+
+
 def classify() -> list[Entry]:
-    """Every function of :data:`AREAS` with its status, in table order."""
-    entries = []
-    for area, names in AREAS.items():
-        for name in names:
-            fn = numpy_function(name)
-            if fn in UFUNC_RULES or fn in FUNCTION_RULES:
-                status, detail = "supported", ""
-            elif fn in NONDIFFERENTIABLE:
-                status, detail = "non-differentiable", ""
-            else:
-                status, detail = try_sample(name)
-            entries.append(Entry(name, area, status, detail))
-    return entries
+    """Every function of :data:`AREAS` the installed numpy has, with its status, in order."""
+    return [
+        Entry(name, area, *status_of(name))
+        for area, names in AREAS.items()
+        for name in names
+        if available(name)
+    ]
 
 
 def counts(entries: list[Entry]) -> dict[str, int]:
@@ -262,7 +468,8 @@ def counts(entries: list[Entry]) -> dict[str, int]:
 
 
 def markdown_table(entries: list[Entry]) -> str:
-    """The table: one row per area, one column per status, and a row of totals."""
+    """The tables: one row per area and one column per status, with a row of totals;
+    then the reasons of the refusals, with the functions each one refused."""
     lines = [
         "| area | " + " | ".join(STATUSES) + " |",
         "| --- |" + " --- |" * len(STATUSES),
@@ -275,6 +482,13 @@ def markdown_table(entries: list[Entry]) -> str:
         lines.append(f"| {area} | " + " | ".join(cells) + " |")
     total = counts(entries)
     lines.append("| **total** | " + " | ".join(f"**{total[s]}**" for s in STATUSES) + " |")
+    reasons: dict[str, list[str]] = {}
+    for e in entries:
+        if e.status == "refused":
+            reasons.setdefault(e.detail, []).append(e.name)
+    lines += ["", "| refused because | functions |", "| --- | --- |"]
+    for reason, names in sorted(reasons.items(), key=lambda item: -len(item[1])):
+        lines.append(f"| {reason} | " + ", ".join(f"`{n}`" for n in names) + " |")
     return "\n".join(lines)
 
 

@@ -113,6 +113,8 @@ FLOAT_CASES = [
     (np.round, lambda x: np.round(x) + x.round()),
     (np.around, np.around),
     (np.fix, np.fix),
+    (np.spacing, np.spacing),
+    (np.angle, lambda x: (np.angle(x), np.angle(x, deg=True))),
     # indices, counts and shapes
     (np.argmax, lambda x: (np.argmax(x), np.argmax(x, axis=0), x.argmax(axis=-1))),
     (np.argmin, lambda x: (np.argmin(x), x.argmin(axis=0))),
@@ -155,6 +157,12 @@ FLOAT_CASES = [
     (np.iscomplex, np.iscomplex),
     (np.isneginf, lambda x: np.isneginf(x / 0.5)),
     (np.isposinf, np.isposinf),
+    (np.diag_indices_from, lambda x: np.diag_indices_from(np.atleast_2d(x)[:1, :1])),
+    (np.tril_indices_from, lambda x: np.tril_indices_from(np.atleast_2d(x), 1)),
+    (np.triu_indices_from, lambda x: np.triu_indices_from(np.atleast_2d(x))),
+    (np.einsum_path, lambda x: len(np.einsum_path("i...,i...->...", x, x)[0])),
+    (np.array_repr, lambda x: len(np.array_repr(x))),
+    (np.array_str, lambda x: len(np.array_str(x, precision=3))),
 ]
 
 
@@ -177,6 +185,13 @@ INT_CASES = [
     (np.left_shift, lambda k: np.left_shift(k, 2) + (k << 1)),
     (np.right_shift, lambda k: np.right_shift(k, 1) + (k >> 2)),
     (np.bincount, lambda k: np.bincount(k, minlength=3)),
+    (np.gcd, lambda k: np.gcd(k, 6)),
+    (np.lcm, lambda k: np.lcm(k, np.flip(k))),
+    (np.bitwise_count, np.bitwise_count),
+    (np.packbits, lambda k: np.packbits(k > 3)),
+    (np.unpackbits, lambda k: np.unpackbits(k.astype(np.uint8))),
+    (np.unravel_index, lambda k: np.unravel_index(k, (2, 4))),
+    (np.ravel_multi_index, lambda k: np.ravel_multi_index((k % 2, k % 3), (2, 3))),
 ]
 
 
@@ -220,7 +235,6 @@ def test_control_flow_on_a_nondifferentiable_result():
 SYMMETRIC = np.array([[2.0, 0.5], [0.5, 1.0]])
 NO_RULE = [
     # (name in the message, registry key, call on a traced 2x2 matrix)
-    ("np.nextafter", np.nextafter, lambda x: np.sum(np.nextafter(x, 3.0))),  # a ufunc
     ("np.add.accumulate", (np.add, "accumulate"), lambda x: np.sum(np.add.accumulate(x))),
     # numpy's Python implementation converts its input to a raw array
     ("np.cov", np.cov, lambda x: np.sum(np.cov(x))),

@@ -189,6 +189,17 @@ CASES = [
         ),
         (TALL, X[0].copy()),
     ),
+    # library
+    (
+        "library",
+        "apply_along_axis vander fftshift tensorinv",
+        lambda x, v, a: (
+            quadratic(np.apply_along_axis(np.cumprod, 1, x))
+            + quadratic(np.vander(v, 3) * np.fft.fftshift(v)[:, None])
+            + quadratic(np.linalg.tensorinv(a.reshape(3, 3), ind=1))
+        ),
+        (X, VECTOR, SQUARE),
+    ),
     # shape
     (
         "shape",

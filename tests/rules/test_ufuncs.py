@@ -123,6 +123,7 @@ BINARY = [
     (np.arctan2, NONZERO, ANY, None),  # y != 0: away from the branch cut and the origin
     (np.hypot, NONZERO, ANY, None),
     (np.copysign, NONZERO, NONZERO, None),  # away from |x|'s kink and y's change of sign
+    (np.nextafter, ANY, ANY, None),
     (np.maximum, GRID, GRID_SHIFTED, None),
     (np.fmax, GRID, GRID_SHIFTED, None),
     (np.minimum, GRID, GRID_SHIFTED, None),

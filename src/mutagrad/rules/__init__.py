@@ -18,6 +18,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     einsum,
     factorizations,
     inplace,
+    library,
     linalg,
     nanfunctions,
     nondiff,

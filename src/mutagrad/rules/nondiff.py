@@ -19,7 +19,10 @@ nondifferentiable(
     np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit,
     # piecewise constant
     np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
-    np.round, np.around, np.fix,
+    np.round, np.around, np.fix, np.spacing,
+    np.angle,  # of a real array: 0 or pi (a complex traced array is refused where it is made)
+    # integers
+    np.gcd, np.lcm, np.bitwise_count, np.packbits, np.unpackbits,
     # indices, counts and shapes
     np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
     np.searchsorted, np.digitize, np.count_nonzero, np.bincount,
@@ -28,4 +31,8 @@ nondifferentiable(
     np.isclose, np.allclose, np.array_equal, np.array_equiv, np.any, np.all,
     np.isreal, np.iscomplex, np.isneginf, np.isposinf,
     np.nanargmax, np.nanargmin, np.lexsort, np.isin, np.linalg.matrix_rank,
+    np.unravel_index, np.ravel_multi_index,
+    np.diag_indices_from, np.tril_indices_from, np.triu_indices_from, np.einsum_path,
+    # text
+    np.array_repr, np.array_str,
 )  # fmt: skip

@@ -101,6 +101,13 @@ ufunc_rule(
 ufunc_rule(np.absolute, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 ufunc_rule(np.fabs, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 ufunc_rule(
+    np.nextafter,
+    # x moved by one unit in the last place towards y: x's derivative, none in y.
+    lambda g, ans, x, y: g,
+    lambda g, ans, x, y: np.zeros(np.shape(y)),
+    reads=((), ()),
+)
+ufunc_rule(
     np.copysign,
     # |x| with y's sign: the derivative of |x| (0 at the kink, as absolute's), times that sign.
     lambda g, ans, x, y: g * np.sign(x) * np.copysign(1.0, y),
