@@ -261,7 +261,7 @@ def test_checkpointed_refuses_a_traced_value_it_cannot_see():
         hidden = weakref.ref(w)  # the watch does not look through weak references
         return np.sum(mutagrad.checkpointed(lambda h: h * hidden(), x))
 
-    with pytest.raises(mutagrad.MutagradError, match="Pass it as an argument"):
+    with pytest.raises(mutagrad.MutagradError, match=r"(?i)pass it as an argument"):
         mutagrad.gradient(loss, X, np.array(2.0))
 
 

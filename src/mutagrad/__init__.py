@@ -46,15 +46,11 @@ from mutagrad.errors import (
     UnsupportedAttributeError,
 )
 from mutagrad.explain import Explanation, explain
-from mutagrad.higher import (
-    WithJacobian,
-    diaghessian,
-    hessian,
-    hessian_reverse,
-    jacobian,
-    withjacobian,
-)
+from mutagrad.higher import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.params import Grads, Params
+
+# jacobian and hessian have two faces: jacobian(f, x) is Zygote's, jacobian(f) JAX's.
+from mutagrad.transforms import grad, hessian, jacobian, jacrev, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -87,6 +83,7 @@ __all__ = [
     "defvjp",
     "diaghessian",
     "explain",
+    "grad",
     "gradient",
     "hessian",
     "hessian_reverse",
@@ -94,11 +91,14 @@ __all__ = [
     "ignore_derivatives",
     "is_traced",
     "jacobian",
+    "jacrev",
     "mode",
     "non_differentiable",
     "primitive",
     "pullback",
     "rrule",
+    "value_and_grad",
+    "vjp",
     "withgradient",
     "withjacobian",
 ]

@@ -57,6 +57,7 @@ from mutagrad.core.wrapped import (
 )
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
+from mutagrad.tracebacks import api_boundary
 
 
 class IdentityRule(Rule):
@@ -306,10 +307,11 @@ class _Call:
             a.flags.writeable = True
         self.frozen = []
 
-    def run(self, f: Callable[..., Any]) -> Any:
+    def run(self, f: Callable[..., Any], kwargs: dict[str, Any] | None = None) -> Any:
+        """Call ``f`` on the traced arguments; ``kwargs`` pass through untraced."""
         token = STATE.set(self.trace)
         try:
-            out = f(*self.args)
+            out = f(*self.args, **kwargs) if kwargs else f(*self.args)
         finally:
             STATE.reset(token)
         if self.watched:
@@ -349,27 +351,30 @@ class _Call:
             if isinstance(out, (bool, np.bool_)) and self.inputs_active():
                 raise NotDifferentiableError(
                     f"{what} needs f to return a floating-point number, but it returned a "
-                    "boolean, which has no derivative. Return the quantity itself."
+                    "boolean, which has no derivative.\n"
+                    "Fix: return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
                 )
             if isinstance(out, (int, float, np.number)) or (
                 isinstance(out, np.ndarray) and out.shape == ()
             ):
                 return None
             raise MutagradError(
-                f"{what} needs f to return a scalar, but it returned {type(out).__name__}. "
-                "Use mutagrad.jacobian for array outputs."
+                f"{what} needs f to return a scalar, but it returned {type(out).__name__}.\n"
+                "Fix: return one number; for array outputs use mutagrad.jacobian."
             )
         if out.shape != ():
             raise MutagradError(
                 f"{what} needs f to return a scalar, but it returned an array of shape "
-                f"{out.shape}. Reduce it (np.sum(y)) or use mutagrad.jacobian for array outputs."
+                f"{out.shape}.\n"
+                "Fix: reduce it (np.sum(y)), or use mutagrad.jacobian for array outputs."
             )
         node = node_of(out, self.tape)
         if node is None and out.dtype.kind in "biu" and self.inputs_active():
             raise NotDifferentiableError(
-                f"{what} needs f to return a floating-point number, but it returned a "
-                f"{out.dtype} value, which has no derivative (a comparison, a count, an "
-                "index). Return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
+                f"{what} needs f to return a floating-point number, but it returned "
+                f"{_with_article(str(out.dtype))} value, which has no derivative (a comparison, "
+                "a count, an index).\n"
+                "Fix: return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
             )
         return node
 
@@ -418,6 +423,11 @@ class _Call:
 # Array arguments up to this size are fingerprinted exactly (their bytes), larger
 # float64 ones by a checksum (see fingerprint).
 EXACT_LIMIT = 1 << 18
+
+
+def _with_article(word: str) -> str:
+    """``word`` with "a" or "an" before it, as read aloud ("an int64", "a uint8")."""
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
 
 
 def _borrowable(x: np.ndarray) -> bool:
@@ -584,22 +594,37 @@ def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str)
     return args[0]
 
 
-@collector_paused
-def withgradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithGradient:
-    """Return ``(val, grad)``: ``f(*args)`` and its gradient with respect to each argument.
+@api_boundary
+def withgradient(
+    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
+) -> WithGradient:
+    """Return ``(val, grad)``: ``f(*args, **kwargs)`` and its gradient for each argument.
 
     If ``f`` returns a tuple, its first element is differentiated and ``val``
-    is the whole tuple (the rest is auxiliary output), as in Zygote.
+    is the whole tuple (the rest is auxiliary output), as in Zygote. Keyword
+    arguments are passed to ``f`` and not differentiated.
     ``withgradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params`,
     returns the gradient as :class:`Grads`.
     """
-    params = implicit_parameters(f, args, "withgradient")
+    return call_with_gradient(f, args, kwargs, mode, "withgradient")
+
+
+@collector_paused
+def call_with_gradient(
+    f: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+    mode: str | Mode | None,
+    caller: str,
+) -> WithGradient:
+    """:func:`withgradient`'s work; ``caller`` is the entry point its error messages name."""
+    params = implicit_parameters(f, args, caller)
     call = _Call(args if params is None else (), mode, params=params)
     try:
-        out = call.run(f)
+        out = call.run(f, kwargs)
         if not isinstance(out, WrappedValue):  # else output_node checks it
             check_not_open_buffer(out, "f")
-        node = call.output_node(_first(out), "withgradient")
+        node = call.output_node(_first(out), caller)
         grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
         bytes_copied = call.tape.bytes_copied
         bytes_guarded = call.tape.guard_bytes
@@ -616,19 +641,22 @@ def _nested_output(out: Any, call: _Call) -> Any:
     return out if call.parent is not None else _unwrap_output(out)
 
 
-def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None) -> Any:
-    """The gradient of scalar-valued ``f`` with respect to each argument.
+@api_boundary
+def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any) -> Any:
+    """The gradient of scalar-valued ``f`` with respect to each argument (Zygote's convention).
 
-    Returns a tuple with one entry per argument: an array for array arguments,
-    a float for Python numbers, ``None`` where no gradient flows (strings, ints
-    used as axes or sizes, unused arguments). ``mode`` selects how in-place
-    writes are handled: "poison" (default), "strict" (Zygote's rule) or
-    "snapshot".
+    Returns a tuple with one entry per argument, even for one argument
+    (``gradient(f, x)[0]``): an array for array arguments, a float for Python
+    numbers, ``None`` where no gradient flows (strings, ints used as axes or
+    sizes, unused arguments). Keyword arguments are passed to ``f`` and not
+    differentiated. ``mode`` selects how in-place writes are handled:
+    "poison" (default), "strict" (Zygote's rule) or "snapshot".
+    :func:`mutagrad.grad` is the same derivative in JAX's convention.
 
     ``gradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params` of
     WrappedArrays that ``loss`` uses, returns :class:`Grads`: ``gs[W]``.
     """
-    grad = withgradient(f, *args, mode=mode).grad
+    grad = call_with_gradient(f, args, kwargs, mode, "gradient").grad
     return grad if isinstance(grad, Grads) else tuple(grad)
 
 
@@ -640,17 +668,28 @@ class Pullback:
         self._out = out
         self._finalizer = weakref.finalize(self, call.tape.release)
 
+    @api_boundary
     @collector_paused
     def __call__(self, dy: Any) -> Any:
         call = self._call
         outs, _ = flatten(self._out)
         seeds_in, _ = flatten(dy)
         if len(outs) != len(seeds_in):
-            raise MutagradError(f"back expects {len(outs)} cotangent(s), got {len(seeds_in)}")
+            raise MutagradError(
+                f"back expects {len(outs)} cotangent(s), one for each array or number f "
+                f"returned, but got {len(seeds_in)}.\n"
+                "Fix: pass dy with the structure of f's output (None for a part that gets none)."
+            )
         seeds = []
         token = STATE.set(call.trace)
         try:
             for y, dy_leaf in zip(outs, seeds_in):
+                if dy_leaf is not None and np.shape(dy_leaf) != np.shape(y):
+                    raise MutagradError(
+                        f"back(dy) needs dy shaped like the output of f, {np.shape(y)}, but "
+                        f"got shape {np.shape(dy_leaf)}.\n"
+                        "Fix: pass a cotangent of the output's shape, e.g. np.ones_like(y)."
+                    )
                 node = node_of(y, call.tape) if isinstance(y, WrappedValue) else None
                 if node is not None and dy_leaf is not None:
                     seeds.append((node, np.asarray(dy_leaf, dtype=cotangent_dtype(node.dtype))))
@@ -664,9 +703,14 @@ class Pullback:
         return grads if isinstance(grads, Grads) else tuple(grads)
 
 
+@api_boundary
 @collector_paused
-def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, Pullback]:
-    """Return ``(y, back)`` with ``y = f(*args)`` and ``back(dy)`` its vector-Jacobian product.
+def pullback(
+    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
+) -> tuple[Any, Pullback]:
+    """Return ``(y, back)``: ``y = f(*args, **kwargs)`` and ``back(dy)``, its pullback (VJP).
+
+    Keyword arguments are passed to ``f`` and not differentiated.
 
     Array arguments are copied once, so ``back`` stays valid however the
     caller's arrays change afterwards; writes to WrappedArrays that ``y``'s
@@ -676,11 +720,15 @@ def pullback(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tupl
     pullback reads poisons it, as for any WrappedArray.
     """
     if STATE.get() is not None:
-        raise MutagradError("pullback inside a gradient call is not supported; use gradient")
+        raise MutagradError(
+            "pullback inside a gradient call is not supported.\n"
+            "Fix: use mutagrad.gradient inside the call (nested gradients are differentiable), "
+            "or call pullback outside it."
+        )
     params = implicit_parameters(f, args, "pullback")
     call = _Call(args if params is None else (), mode, params=params, borrow=False)
     try:
-        out = call.run(f)
+        out = call.run(f, kwargs)
         check_not_open_buffer(out, "f")
     except BaseException:
         call.finish()

@@ -71,7 +71,7 @@ def check_not_open_buffer(value: Any, what: str) -> None:
             base = leaf._base if leaf._base is not None else leaf
             if base._flags & BUFFER and not base._flags & FROZEN and not leaf._flags & THAWED:
                 raise MutagradError(
-                    f"{what} returned a mutagrad.Buffer that was never frozen. Return "
+                    f"{what} returned a mutagrad.Buffer that was never frozen.\nFix: return "
                     "buf.copy() instead: it freezes the Buffer and hands over its contents "
                     "without copying (Zygote would silently drop gradients here, issue #177)."
                 )

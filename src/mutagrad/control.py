@@ -364,9 +364,9 @@ def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
         raise MutagradError(
             f"checkpointed({name}) computed a different value when the backward pass ran it "
             f"again, so its gradient would be wrong.\n    checkpointed at {describe_site(site)}\n"
-            "A checkpointed function must compute the same thing every time: it must not draw "
-            "random numbers (pass them in as an argument) or read state that changes between "
-            "the forward and the backward pass."
+            "A checkpointed function must compute the same thing every time.\n"
+            "Fix: pass random numbers in as an argument rather than drawing them inside, and "
+            "do not read state that changes between the forward and the backward pass."
         )
 
 
@@ -508,12 +508,14 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
                 f"call, at\n    {describe_site(n.site)}\n"
                 "without receiving it as an argument, through a path checkpointed does not "
                 "follow (it looks through closures, defaults, globals, bound objects and their "
-                "attributes). Its gradient would be lost when the pullback recomputes the block. "
-                "Pass it as an argument: checkpointed(lambda x, w: ..., x, w)."
+                "attributes). Its gradient would be lost when the pullback recomputes the block.\n"
+                "Fix: pass it as an argument: checkpointed(lambda x, w: ..., x, w)."
             )
     if isinstance(out, (list, tuple, dict)):
         raise MutagradError(
-            f"checkpointed({name}) must return one array or number, not a {type(out).__name__}"
+            f"checkpointed({name}) must return one array or number, not a "
+            f"{type(out).__name__}.\nFix: checkpoint each output separately, or return them "
+            "concatenated (np.concatenate) and split the result."
         )
     out_node = node_of(out, tape) if isinstance(out, WrappedValue) else None
     if out_node is None:

@@ -39,7 +39,7 @@ from mutagrad.core.engine import (
     owned_value,
     refuse_complex,
 )
-from mutagrad.core.sites import user_site
+from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.core.wrapped import (
     FUNCTION_RULES,
@@ -57,6 +57,7 @@ from mutagrad.core.wrapped import (
     wrap_constant,
 )
 from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.tracebacks import api_boundary
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,8 +84,9 @@ def _check_registrable(fn: Any) -> None:
     if getattr(fn, "__module__", "").startswith("numpy"):
         return
     raise MutagradError(
-        f"{getattr(fn, '__name__', fn)} is not a numpy function or a mutagrad.primitive; "
-        "decorate it with @mutagrad.primitive so its calls can use the rule"
+        f"{getattr(fn, '__name__', fn)} is not a numpy function or a mutagrad.primitive.\n"
+        "Fix: decorate it with @mutagrad.primitive (before registering the rule), so that "
+        "its calls can use the rule."
     )
 
 
@@ -95,6 +97,7 @@ def _register(fn: Any, rule: Rule) -> None:
         FUNCTION_RULES[fn] = lambda *args, **kwargs: apply(rule, args, kwargs or None)
 
 
+@api_boundary
 def defvjp(
     fn: Any,
     *vjps: Callable[..., Any] | None,
@@ -138,7 +141,8 @@ class ClosureRule(Rule):
         y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
-                f"rrule for {self.name} returned several outputs; only one is supported"
+                f"the rrule for {self.name} returned several outputs; only one is supported.\n"
+                "Fix: return one array (np.concatenate the outputs, or a primitive per output)."
             )
         tag = 0
         for n in nodes:
@@ -170,8 +174,8 @@ class ClosureRule(Rule):
             raise NotDifferentiableError(
                 f"the rrule for {self.name} is a closure over raw arrays, so its pullback "
                 "cannot be differentiated again (a higher-order derivative passes through it).\n"
-                f"Register it with mutagrad.defvjp({self.name}, ...) instead: vjps written with "
-                "numpy are differentiable."
+                f"Fix: register it with mutagrad.defvjp({self.name}, ...) instead: vjps written "
+                "with numpy are differentiable."
             )
         assert node.kwargs is not None
         cots = node.kwargs["pullback"](g)
@@ -183,13 +187,17 @@ class ClosureRule(Rule):
         if len(cots) != n:
             raise MutagradError(
                 f"the pullback of the rrule for {self.name} returned {len(cots)} cotangents "
-                f"for {n} arguments"
+                f"for {n} arguments, called at\n{format_site(node.site)}\n"
+                "Fix: return one cotangent per positional argument (mutagrad.NoTangent() for "
+                "one without a derivative), optionally after a leading NoTangent() for the "
+                "function itself."
             )
         for inp, c in zip(node.inputs, cots):
             if inp is not None and inp.tag & bk.bit and not isinstance(c, NoTangent):
                 bk.accumulate(inp, c)
 
 
+@api_boundary
 def rrule(fn: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``rule(*args) -> (y, pullback)`` for ``fn`` (a primitive or numpy function)."""
     _check_registrable(fn)
@@ -202,6 +210,7 @@ def rrule(fn: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return register
 
 
+@api_boundary
 def non_differentiable(fn: Any) -> Any:
     """Declare that ``fn``'s outputs carry no derivative; returns ``fn``."""
     _check_registrable(fn)

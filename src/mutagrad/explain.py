@@ -7,6 +7,9 @@ poisoned, by which write, or copied by snapshot mode. It then runs the
 backward pass and says whether it produced a gradient or which saved value
 made it raise. PyTorch's anomaly mode shows where a value was saved; this
 also shows where it was overwritten.
+
+A long loop records thousands of operations: ``poisoned=True``, ``writes=True``
+and ``lines=range(a, b)`` (source lines) keep the ones a reader is after.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import numpy as np
 from mutagrad.api import _Call, _first, _seed
 from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.regions import VIEW_READ, WRITE
-from mutagrad.core.sites import describe_site, source_line
+from mutagrad.core.sites import describe_site, site_line, source_code
 from mutagrad.core.tangents import describe_part
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue
 from mutagrad.errors import MutagradError
+from mutagrad.tracebacks import api_boundary
 
 
 @attrs.frozen
@@ -38,6 +42,12 @@ class Operation:
     source: str
     details: tuple[str, ...]
     """Versions read and saved, writes, poisonings, snapshots: one line each."""
+    line: int | None = None
+    """The source line of the user's code that recorded it."""
+    writes: bool = False
+    """Whether it wrote into an array in place."""
+    poisoned: bool = False
+    """Whether a value it saved was overwritten before the backward pass."""
 
 
 @attrs.frozen
@@ -49,9 +59,32 @@ class Explanation:
     outcome: str
     gradient: tuple[Any, ...] | None = attrs.field(eq=False)
     error: BaseException | None = attrs.field(eq=False)
+    recorded: int | None = None
+    """How many operations the tape holds, when :meth:`only` kept fewer."""
+
+    def only(
+        self, *, poisoned: bool = False, writes: bool = False, lines: Any = None
+    ) -> Explanation:
+        """The operations that saved a poisoned value, wrote in place, or ran on ``lines``.
+
+        Each filter given must hold (``poisoned=True, lines=range(10, 20)``:
+        poisoned operations of lines 10 to 19); ``lines`` is any container of
+        line numbers.
+        """
+        kept = tuple(
+            op
+            for op in self.operations
+            if (not poisoned or op.poisoned)
+            and (not writes or op.writes)
+            and (lines is None or op.line in lines)
+        )
+        return attrs.evolve(self, operations=kept, recorded=self.recorded or len(self.operations))
 
     def __str__(self) -> str:
-        lines = [f"mutagrad.explain: {len(self.operations)} operations, mode {self.mode!r}"]
+        count = f"{len(self.operations)} operations"
+        if self.recorded is not None:
+            count = f"{len(self.operations)} of {self.recorded} operations"
+        lines = [f"mutagrad.explain: {count}, mode {self.mode!r}"]
         for op in self.operations:
             where = f"  {op.site}" if op.site else ""
             source = f"  `{op.source}`" if op.source else ""
@@ -137,30 +170,45 @@ def _describe(node: Node, index: int, labels: _Labels, writes: list[WriteRecord]
         details.append(_write_details(write, labels))
     if isinstance(rule, VjpRule) and not details and rule.reads and any(rule.reads):
         details.append("saves nothing (its inputs need no gradient, or are scalars)")
+    poisoned = any(
+        type(saved) is Capture and saved.poisoned_by is not None
+        for saved in (() if rule is VIEW_READ else node.saved)
+    )
     return Operation(index, name, describe_site(node.site) if node.site else "",
-                     source_line(node.site), tuple(details))  # fmt: skip
+                     source_code(node.site), tuple(details), site_line(node.site),
+                     bool(writes), poisoned)  # fmt: skip
 
 
+@api_boundary
 @collector_paused
 def explain(
     f: Callable[..., Any],
     *args: Any,
     mode: str | None = None,
     file: TextIO | None = sys.stdout,
+    poisoned: bool = False,
+    writes: bool = False,
+    lines: Any = None,
+    **kwargs: Any,
 ) -> Explanation:
-    """Run ``f(*args)`` on the tape, print what was recorded and return it.
+    """Run ``f(*args, **kwargs)`` on the tape, print what was recorded and return it.
 
-    Pass ``file=None`` to only return the :class:`Explanation`.
+    Pass ``file=None`` to only return the :class:`Explanation`. ``poisoned``,
+    ``writes`` and ``lines`` keep some operations (see :meth:`Explanation.only`).
+    Keyword arguments other than these reach ``f``, undifferentiated.
     """
     if STATE.get() is not None:
-        raise MutagradError("explain cannot run inside a gradient call")
+        raise MutagradError(
+            "explain cannot run inside a gradient call.\n"
+            "Fix: call mutagrad.explain(f, *args) on its own, outside gradient."
+        )
     call = _Call(args, mode)
     call.tape.journal = []
     gradient = None
     error: BaseException | None = None
     try:
         try:
-            out = call.run(f)
+            out = call.run(f, kwargs)
             node = call.output_node(_first(out), "explain")
             bk = call.sweep(node, _seed(node) if node is not None else None)
             gradient = tuple(call.gradients(bk))
@@ -174,6 +222,8 @@ def explain(
     finally:
         call.finish()
     explanation = Explanation(call.trace.mode.name, operations, outcome, gradient, error)
+    if poisoned or writes or lines is not None:
+        explanation = explanation.only(poisoned=poisoned, writes=writes, lines=lines)
     if file is not None:
         print(explanation, file=file)
     return explanation

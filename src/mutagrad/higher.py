@@ -24,8 +24,9 @@ from mutagrad.api import (
     _Call,
     _input_gradient,
     _nested_output,
+    _with_article,
     array,
-    gradient,
+    call_with_gradient,
     implicit_parameters,
 )
 from mutagrad.buffer import check_not_open_buffer
@@ -33,8 +34,9 @@ from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paus
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue, node_of
-from mutagrad.errors import MutagradError
+from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads
+from mutagrad.tracebacks import api_boundary
 
 WithJacobian = namedtuple("WithJacobian", ["val", "grad"])
 WithJacobian.__doc__ = "``(val, grad)``: the value of ``f`` and one Jacobian per argument."
@@ -55,8 +57,15 @@ def _argument_kind(x: Any) -> str:
     return _NONE
 
 
-def _output(call: _Call, out: Any) -> tuple[Node | None, tuple[int, ...], np.dtype]:
-    """The output's node (None for a constant), shape and dtype; refuse non-arrays."""
+def _output(
+    call: _Call, out: Any, caller: str
+) -> tuple[Node | None, tuple[int, ...], np.dtype]:
+    """The output's node (None for a constant), shape and dtype.
+
+    Refuses what has no Jacobian: an output that is not an array or a number,
+    and a boolean or integer output that carries no derivative although the
+    inputs do (a comparison, an index), which would give a Jacobian of zeros.
+    """
     check_not_open_buffer(out, "f")
     if isinstance(out, WrappedValue):
         token = STATE.set(call.trace)
@@ -64,15 +73,25 @@ def _output(call: _Call, out: Any) -> tuple[Node | None, tuple[int, ...], np.dty
             node = node_of(out, call.tape)
         finally:
             STATE.reset(token)
-        return node, out.shape, out.dtype
-    if isinstance(out, (bool, np.bool_, int, float, np.number, np.ndarray)):
+        shape, dtype = out.shape, out.dtype
+    elif isinstance(out, (bool, np.bool_, int, float, np.number, np.ndarray)):
         data = np.asarray(out)
-        return None, data.shape, data.dtype
-    raise MutagradError(
-        f"jacobian needs f to return an array or a number, but it returned "
-        f"{type(out).__name__}. Return one array (np.concatenate the parts, or take the "
-        "Jacobian of each output separately)."
-    )
+        node, shape, dtype = None, data.shape, data.dtype
+    else:
+        raise MutagradError(
+            f"{caller} needs f to return an array or a number, but it returned "
+            f"{type(out).__name__}.\n"
+            "Fix: return one array (np.concatenate the parts), or take the Jacobian of each "
+            "output separately."
+        )
+    if node is None and dtype.kind in "biu" and call.inputs_active():
+        raise NotDifferentiableError(
+            f"{caller} needs f to return floating-point values, but it returned "
+            f"{_with_article(str(dtype))} result, which has no derivative (a comparison, a "
+            "count, an index).\n"
+            "Fix: return the quantity itself, e.g. x rather than x > 0."
+        )
+    return node, shape, dtype
 
 
 def _dtype_of(x: Any) -> np.dtype:
@@ -107,10 +126,15 @@ def _traced_row(target: Any, node: Node, bk: BackwardPass, size: int) -> Any:
 
 
 def _jacobians(
-    call: _Call, out: Any, targets: list[Any], nodes: list[Node | None], kinds: list[str]
+    call: _Call,
+    out: Any,
+    targets: list[Any],
+    nodes: list[Node | None],
+    kinds: list[str],
+    caller: str,
 ) -> list[Any]:
     """One sweep per output element; the Jacobian of each target (None for kind _NONE)."""
-    out_node, out_shape, out_dtype = _output(call, out)
+    out_node, out_shape, out_dtype = _output(call, out, caller)
     rows = int(np.prod(out_shape, dtype=np.int64))
     seed_dtype = cotangent_dtype(out_dtype)
     nested = call.parent is not None
@@ -158,9 +182,11 @@ def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
     return array(rows)  # traced rows: stacked on the tape
 
 
-@collector_paused
-def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> WithJacobian:
-    """``(val, grad)``: ``f(*args)`` and, for each argument, the Jacobian of ``f``.
+@api_boundary
+def withjacobian(
+    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
+) -> WithJacobian:
+    """``(val, grad)``: ``f(*args, **kwargs)`` and, for each argument, the Jacobian of ``f``.
 
     For an array argument ``a`` (any number of dimensions) the Jacobian is a
     matrix ``J[k, i] = ∂y.flat[k] / ∂a.flat[i]``; for a number ``x`` a vector
@@ -169,12 +195,25 @@ def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
     row. ``f`` runs once; the tape is swept once per element of its output.
 
     ``withjacobian(lambda: ..., ps)`` with ``ps`` a :class:`Params` gives the
-    Jacobians as :class:`Grads`, keyed by parameter.
+    Jacobians as :class:`Grads`, keyed by parameter. Keyword arguments are
+    passed to ``f`` and not differentiated.
     """
-    params = implicit_parameters(f, args, "jacobian")
+    return call_with_jacobian(f, args, kwargs, mode, "withjacobian")
+
+
+@collector_paused
+def call_with_jacobian(
+    f: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None,
+    mode: str | None,
+    caller: str,
+) -> WithJacobian:
+    """:func:`withjacobian`'s work; ``caller`` is the entry point its error messages name."""
+    params = implicit_parameters(f, args, caller)
     call = _Call(args if params is None else (), mode, params=params)
     try:
-        out = call.run(f)
+        out = call.run(f, kwargs)
         if params is not None:
             targets: list[Any] = list(params)
             nodes: list[Node | None] = list(call.param_nodes)
@@ -189,66 +228,82 @@ def withjacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> 
                 nodes.append(call.inputs[position] if kind != _NONE else None)
                 kinds.append(kind)
                 position += count
-        jacobians = _jacobians(call, out, targets, nodes, kinds)
+        jacobians = _jacobians(call, out, targets, nodes, kinds, caller)
     finally:
         call.finish()
     grad: Any = Grads(params, jacobians) if params is not None else tuple(jacobians)
     return WithJacobian(_nested_output(out, call), grad)
 
 
-def jacobian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> Any:
+@api_boundary
+def jacobian(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any) -> Any:
     """For each argument, the Jacobian of ``f`` (see :func:`withjacobian`); a tuple.
 
     ``jacobian(lambda: ..., ps)`` with ``ps`` a :class:`Params` returns Grads.
     """
-    return withjacobian(f, *args, mode=mode).grad
+    return call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
 
 
-def hessian(f: Callable[..., Any], x: Any, *, mode: str | None = None) -> Any:
+@api_boundary
+def hessian(f: Callable[..., Any], x: Any, *, mode: str | None = None, **kwargs: Any) -> Any:
     """The Hessian of scalar-valued ``f`` at ``x``: ``H[i, j] = ∂²f / ∂x.flat[i] ∂x.flat[j]``.
 
     For an array ``x`` (any shape) a square matrix of side ``x.size``; for a
     number a number. Computed reverse over reverse (mutagrad has no forward
     mode): the Jacobian of the gradient, one forward pass and one sweep per
-    element of ``x``. ``mode`` applies to both levels.
+    element of ``x``. ``mode`` applies to both levels. Keyword arguments are
+    passed to ``f`` and not differentiated.
     """
+    return _zygote_hessian(f, x, mode, kwargs, "hessian")
+
+
+def _zygote_hessian(
+    f: Callable[..., Any], x: Any, mode: str | None, kwargs: dict[str, Any], caller: str
+) -> Any:
     if _argument_kind(x) == _NONE:
-        raise TypeError(f"hessian needs an array or a number, got {type(x).__name__}")
+        raise TypeError(f"{caller} needs an array or a number, got {type(x).__name__}")
 
     def gradient_of_f(x: Any) -> Any:
-        (g,) = gradient(f, x, mode=mode)
+        (g,) = call_with_gradient(f, (x,), kwargs, mode, caller).grad
         return g if g is not None else np.zeros(np.shape(x))
 
-    (h,) = jacobian(gradient_of_f, x, mode=mode)
+    (h,) = call_with_jacobian(gradient_of_f, (x,), None, mode, caller).grad
     if _argument_kind(x) == _VECTOR:
         return h[0] if isinstance(h, WrappedValue) else float(h[0])
     return h
 
 
-def hessian_reverse(f: Callable[..., Any], x: Any, *, mode: str | None = None) -> Any:
+@api_boundary
+def hessian_reverse(
+    f: Callable[..., Any], x: Any, *, mode: str | None = None, **kwargs: Any
+) -> Any:
     """The Hessian by reverse over reverse: the Jacobian of the gradient.
 
     Identical to :func:`hessian` here; Zygote's ``hessian`` uses forward mode
     over reverse and ``hessian_reverse`` this, and mutagrad keeps both names.
     """
-    return hessian(f, x, mode=mode)
+    return _zygote_hessian(f, x, mode, kwargs, "hessian_reverse")
 
 
-def diaghessian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> tuple[Any, ...]:
+@api_boundary
+def diaghessian(
+    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
+) -> tuple[Any, ...]:
     """The diagonal of the Hessian of scalar-valued ``f``, for each argument: a tuple.
 
     For an array argument an array of its shape with ``h.flat[i] =
     ∂²f / ∂a.flat[i]²``; for a number a float; None for other arguments. Only
     second derivatives within one argument appear (the cross terms between
     arguments are not part of any diagonal). One forward pass; one sweep per
-    element of the array and number arguments.
+    element of the array and number arguments. Keyword arguments are passed
+    to ``f`` and not differentiated.
     """
     kinds = [_argument_kind(a) for a in args]
     sizes = [int(np.size(a._data if isinstance(a, WrappedValue) else a)) for a in args]
     shapes = [np.shape(a._data if isinstance(a, WrappedValue) else a) for a in args]
 
     def all_gradients(*xs: Any) -> Any:
-        grads = gradient(f, *xs, mode=mode)
+        grads = call_with_gradient(f, xs, kwargs, mode, "diaghessian").grad
         parts = []
         for g, kind, size in zip(grads, kinds, sizes):
             if kind == _NONE:
@@ -256,7 +311,7 @@ def diaghessian(f: Callable[..., Any], *args: Any, mode: str | None = None) -> t
             parts.append(np.zeros(size) if g is None else np.reshape(g, (size,)))
         return np.concatenate(parts) if parts else np.zeros(0)
 
-    jacobians = jacobian(all_gradients, *args, mode=mode)
+    jacobians = call_with_jacobian(all_gradients, args, None, mode, "diaghessian").grad
     result: list[Any] = []
     offset = 0
     for j, kind, size, shape in zip(jacobians, kinds, sizes, shapes):

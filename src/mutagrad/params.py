@@ -165,8 +165,8 @@ def claim_parameter(w: WrappedArray, tape: Any) -> None:
                 raise MutagradError(
                     f"a parameter (an array of shape {w.shape}) is already in use by a gradient "
                     "call in progress elsewhere, probably in another thread. A parameter holds "
-                    "the tape node of one call at a time; differentiate with respect to the same "
-                    "Params from one thread at a time, or give each thread its own copies."
+                    "the tape node of one call at a time.\nFix: differentiate with respect to "
+                    "the same Params from one thread at a time, or give each thread its own copies."
                 )
             _CLAIMS[id(w)] = (entry[0], tape, entry[2] + 1)
         else:

@@ -426,7 +426,7 @@ def test_refused_attributes_name_themselves(name):
         with pytest.raises(mutagrad.UnsupportedAttributeError, match=name) as info:
             mutagrad.gradient(program, X)
         assert isinstance(info.value, AttributeError)  # hasattr(x, name) stays an answer
-        assert "Instead:" in str(info.value)
+        assert "Fix:" in str(info.value)
 
 
 def test_dlpack_exports_a_copy_of_a_constant():

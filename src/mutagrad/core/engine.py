@@ -45,7 +45,7 @@ from mutagrad.core.sites import (
     format_site,
     rewrite_with_copy,
     site_line,
-    source_line,
+    source_code,
     user_site,
 )
 from mutagrad.core.tangents import (
@@ -352,7 +352,7 @@ def poison_message(capture: Capture) -> str:
         f"{write.version}:",
         format_site(write.site),
     ]
-    capture_text, write_text = source_line(node.site), source_line(write.site)
+    capture_text, write_text = source_code(node.site), source_code(write.site)
     if capture_text and write_text:
         lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
     rule_fixes = getattr(node.rule, "poison_fixes", None)

@@ -404,8 +404,8 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
             f"{operation} of values that share memory with the place written, at\n"
             f"{format_site(write.site)}\n"
             "numpy copied them element by element here, so later elements read values the "
-            "same write had just replaced; mutagrad records the values as read first. Copy "
-            "the values (y[k] = v.copy()) if the values before the write are meant."
+            "same write had just replaced; mutagrad records the values as read first.\n"
+            "Fix: copy the values (y[k] = v.copy()) if the values before the write are meant."
         )
     if trace is not None:
         commit(base, place, value_node, trace, kind, index_out, winners, write.site, element)

@@ -15,9 +15,12 @@ PoisonedCaptureError offers).
 from __future__ import annotations
 
 import ast
+import io
 import linecache
 import os
+import re
 import sys
+import tokenize
 from itertools import islice
 from types import CodeType, FrameType, TracebackType
 
@@ -28,10 +31,16 @@ Site = tuple[CodeType, int]  # (code, bytecode offset)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Modules whose frames are machinery, never the user's code. mutagrad.testing,
 # the report corpus and the examples are user code as far as sites are concerned.
+# custom.py is machinery: a function with a custom rule is called from the
+# user's line through custom.py's wrappers, and that line is the site.
 _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "core") + os.sep,
     os.path.join(_PACKAGE_DIR, "rules") + os.sep,
     os.path.join(_PACKAGE_DIR, "api.py"),
+    os.path.join(_PACKAGE_DIR, "custom.py"),
+    os.path.join(_PACKAGE_DIR, "explain.py"),
+    os.path.join(_PACKAGE_DIR, "transforms.py"),
+    os.path.join(_PACKAGE_DIR, "tracebacks.py"),
     os.path.join(_PACKAGE_DIR, "numpy.py"),
     os.path.join(_PACKAGE_DIR, "buffer.py"),
     os.path.join(_PACKAGE_DIR, "higher.py"),
@@ -113,6 +122,24 @@ def source_line(site: Site | None) -> str:
         return ""
     line = site_line(site)
     return linecache.getline(site[0].co_filename, line).strip() if line is not None else ""
+
+
+def without_comment(line: str) -> str:
+    """One line of code without its trailing comment and the padding before it."""
+    if "#" not in line:
+        return line.strip()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]].strip()
+    except (tokenize.TokenError, SyntaxError):  # an unfinished statement: its code ends there
+        pass
+    return line.strip()
+
+
+def source_code(site: Site | None) -> str:
+    """The code at ``site``, without a trailing comment: what a message quotes inline."""
+    return without_comment(source_line(site))
 
 
 def format_site(site: Site | None, indent: str = "    ") -> str:
@@ -276,3 +303,194 @@ def rewrite_with_copy(
         source = encoded[first:last].decode()
         encoded = encoded[:first] + _copied(source, target, copy).encode() + encoded[last:]
     return line, text.strip(), encoded.decode().strip()
+
+
+# --------------------------------------------------------------------------
+# What the user's code did when a traced value became a raw one, and its fix.
+
+# Operations (as the conversion sites name them) that write into a raw ndarray.
+_RAW_WRITE_MARKERS = ("out=ndarray", "raw ndarray", "copyto(ndarray")
+_ASARRAY_FUNCTIONS = frozenset(
+    {"asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite"}
+)
+# numpy functions that write into their first argument.
+_FIRST_ARGUMENT_WRITERS = frozenset(
+    {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
+)
+# Constructors mutagrad.numpy provides with numpy's signature, returning traced-capable arrays.
+_MNP_CONSTRUCTORS = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "identity",
+     "array", "asarray"}
+)  # fmt: skip
+# The numpy name of a math function where it differs.
+_MATH_TO_NUMPY = {
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+    "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "pow": "power",
+}  # fmt: skip
+_IGNORE_WRITE_FIX = (
+    "if no gradient should flow into it, write mutagrad.ignore_derivatives(value) instead"
+)
+
+
+def _expression_at(site: Site | None) -> ast.expr | None:
+    """The expression whose evaluation ``site`` records, parsed (None if it cannot be)."""
+    columns = site_columns(site)
+    if columns is None:
+        return None
+    line, start, end = columns
+    text = linecache.getline(site[0].co_filename, line).encode()  # type: ignore[index]
+    try:
+        return ast.parse(text[start:end].decode().strip(), mode="eval").body
+    except (SyntaxError, UnicodeDecodeError):
+        return None
+
+
+def _creation_fix(site: Site, name: str) -> str:
+    """How to allocate the raw array ``name`` so that it can hold traced values.
+
+    When the function made it with a numpy constructor that mutagrad.numpy
+    also has (``out = np.zeros(3)``), that line rewritten.
+    """
+    code = site[0]
+    last = site_line(site) or code.co_firstlineno
+    pattern = re.compile(rf"^\s*{re.escape(name)}\s*=\s*(np|numpy)\.(\w+)\(")
+    for number in range(last - 1, code.co_firstlineno - 1, -1):
+        text = linecache.getline(code.co_filename, number).strip()
+        found = pattern.match(text)
+        if found and found.group(2) in _MNP_CONSTRUCTORS and "`" not in text:
+            rewritten = text.replace(f"{found.group(1)}.{found.group(2)}(",
+                                     f"mnp.{found.group(2)}(", 1)  # fmt: skip
+            return (
+                f"allocate it with mutagrad.numpy (import mutagrad.numpy as mnp), which can "
+                f"hold traced values:\n      line {number}: `{text}`\n      becomes: `{rewritten}`"
+            )
+    return (
+        f"allocate `{name}` from a traced array (np.zeros_like(x), np.empty_like(x)) or with "
+        "mutagrad.numpy (import mutagrad.numpy as mnp; mnp.zeros(n)), so that it can hold "
+        "traced values"
+    )
+
+
+def _is_setitem_call(expression: ast.expr | None) -> bool:
+    """``a.__setitem__(i, v)``: a write spelled as a call."""
+    return (
+        isinstance(expression, ast.Call)
+        and isinstance(expression.func, ast.Attribute)
+        and expression.func.attr == "__setitem__"
+    )
+
+
+def _raw_write(expression: ast.expr | None, site: Site) -> tuple[str, list[str]]:
+    """A traced value written into a raw ndarray: by ``a[i] = v``, ``out=``, or ``np.copyto``."""
+    target = None
+    how = "writing a traced value into a raw array"
+    if isinstance(expression, ast.Subscript):
+        target = ast.unparse(expression.value)
+    elif _is_setitem_call(expression):
+        target = ast.unparse(expression.func.value)  # type: ignore[union-attr]
+    elif isinstance(expression, ast.Call):
+        called = ast.unparse(expression.func)
+        out = [k.value for k in expression.keywords if k.arg == "out"]
+        if out:
+            target = ast.unparse(out[0])
+            how = f"writing the traced result of {called} into a raw array with out="
+        elif expression.args and called.rsplit(".", 1)[-1] in _FIRST_ARGUMENT_WRITERS:
+            target = ast.unparse(expression.args[0])
+            how = f"writing traced values into a raw array with {called}"
+    if target is None or not target.isidentifier():
+        return how, [_creation_fix(site, "the array"), _IGNORE_WRITE_FIX]
+    return f"{how.replace('a raw array', f'the raw array `{target}`')}", [
+        _creation_fix(site, target),
+        _IGNORE_WRITE_FIX,
+    ]
+
+
+def _conversion_construct(
+    expression: ast.expr | None, operation: str, site: Site
+) -> tuple[str, list[str]]:
+    """What converted a traced value (in the user's words) and the fixes that suit it."""
+    if (
+        any(marker in operation for marker in _RAW_WRITE_MARKERS)
+        or isinstance(expression, ast.Subscript)
+        or _is_setitem_call(expression)
+    ):
+        return _raw_write(expression, site)
+    if not isinstance(expression, ast.Call):
+        return f"{operation} of a traced value", [
+            "keep the value an array: numpy functions accept traced arrays as they are",
+            "if no gradient should flow through it, convert mutagrad.ignore_derivatives(x)",
+        ]
+    func = expression.func
+    called = ast.unparse(func)
+    name = func.attr if isinstance(func, ast.Attribute) else called
+    module = _root_name(func) if isinstance(func, ast.Attribute) else None
+    argument = ast.unparse(expression.args[0]) if expression.args else "x"
+    rest = [ast.unparse(a) for a in expression.args[1:]]
+    arguments = ", ".join([argument, *rest])
+    # The call with its first argument as a constant: the fix when no gradient should flow.
+    ignored = f"{called}({', '.join([f'mutagrad.ignore_derivatives({argument})', *rest])})"
+    if module in _NUMPY_MODULE_NAMES and name in _ASARRAY_FUNCTIONS:
+        return f"{called}({argument}) of a traced array", [
+            f"remove the conversion: numpy functions accept the traced `{argument}` as it is",
+            f"or use mnp.asarray({argument}) (import mutagrad.numpy as mnp), which keeps it traced",
+        ]
+    if module in _NUMPY_MODULE_NAMES and name == "array":
+        if expression.args and isinstance(
+            expression.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
+        ):
+            return f"{called}([...]) of a list holding traced values", [
+                f"np.stack({argument}) keeps the gradient of every element",
+                f"or mnp.array({argument}) (import mutagrad.numpy as mnp)",
+            ]
+        return f"{called}({argument}) of a traced array", [
+            f"copy it with {argument}.copy(), or use mnp.array({argument}) "
+            "(import mutagrad.numpy as mnp)",
+        ]
+    if module in ("math", "cmath"):
+        numpy_name = _MATH_TO_NUMPY.get(name, name)
+        if hasattr(numpy, numpy_name):
+            fix = f"use np.{numpy_name}({arguments}): numpy's version keeps the gradient"
+        else:
+            fix = "use the numpy function that computes it: numpy's versions keep the gradient"
+        return f"{called}() of a traced value", [
+            fix,
+            f"if no gradient should flow through it, {ignored}",
+        ]
+    if isinstance(func, ast.Name) and name in ("float", "int", "complex", "bool"):
+        return f"{name}({argument}) of a traced value", [
+            f"keep `{argument}` as it is: a traced scalar works wherever numpy takes a number",
+            f"if only its value is needed (printing, logging), "
+            f"{name}(mutagrad.ignore_derivatives({argument}))",
+        ]
+    if isinstance(func, ast.Attribute) and name in ("item", "tolist"):
+        owner = ast.unparse(func.value)
+        return f"{called}() of a traced array", [
+            f"keep `{owner}` an array (index it, `{owner}[i]`, instead of converting)",
+            f"if only its values are needed, mutagrad.ignore_derivatives({owner}).{name}()",
+        ]
+    return f"{called}(), which converts the traced value it gets to a raw array ({operation})", [
+        f"give {called} a derivative rule: mutagrad.defvjp or @mutagrad.rrule "
+        "(on a function decorated with @mutagrad.primitive)",
+        f"if no gradient should flow through it, {ignored}",
+    ]
+
+
+def describe_conversion(site: Site | None, operation: str) -> str:
+    """The message of a TracerConversionError: the construct at ``site``, and its fixes.
+
+    ``operation`` is what turned a traced value into a raw one (``float()``,
+    ``np.asarray / __array__``, ``np.put into a raw ndarray``); the user's
+    expression at ``site`` says which construct of theirs did it, and so
+    which fix works: ``np.asarray(x)`` is removed, ``np.array([...])``
+    becomes ``np.stack``, ``math.sin`` becomes ``np.sin``, a raw buffer is
+    allocated with mutagrad.numpy.
+    """
+    construct, fixes = _conversion_construct(_expression_at(site), operation, site)
+    if len(fixes) == 1:
+        advice = f"Fix: {fixes[0]}."
+    else:
+        advice = "Fixes:\n" + "\n".join(f"  - {fix};" for fix in fixes[:-1]) + f"\n  - {fixes[-1]}."
+    return (
+        f"{construct}, at\n{format_site(site)}\n"
+        f"would drop the value's gradient, so mutagrad refuses.\n{advice}"
+    )

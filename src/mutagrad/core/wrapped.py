@@ -44,6 +44,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
+    describe_conversion,
     describe_site,
     format_site,
     innermost_user_site,
@@ -217,7 +218,9 @@ class WrappedValue:
 
     @property
     def flat(self) -> Any:
-        raise NotDifferentiableError("x.flat is not supported on traced arrays; use x.ravel()")
+        raise NotDifferentiableError(
+            "x.flat is not supported on traced arrays.\nFix: use x.ravel()."
+        )
 
     @flat.setter
     def flat(self, value: Any) -> None:
@@ -323,7 +326,8 @@ class WrappedValue:
             if method == "__call__" and "where" in kwargs and any_active(inputs):
                 raise NotDifferentiableError(
                     f"{ufunc.__name__}(..., where=...) without out= leaves unwritten elements "
-                    "uninitialised; pass out= (an array to keep the other values)"
+                    "uninitialised.\nFix: pass out= (an array holding the other values), or "
+                    "use np.where(mask, result, other)."
                 )
             return apply(rule, inputs, kwargs or None)
         if key in NONDIFFERENTIABLE or not any_active(inputs):
@@ -1129,8 +1133,8 @@ def refusing_writes_by(name: str) -> Iterator[None]:
             f"the rule for {name} wrote into one of its arguments, at\n"
             f"{format_site(innermost_user_site(error.__traceback__))}\n"
             "A rule cannot tell the tape about a write to its argument, so the engine hands "
-            "rules read-only views. Write the rule for a version of the function that does "
-            "not mutate its arguments, or give the mutating function no rule at all: "
+            "rules read-only views.\nFix: write the rule for a version of the function that "
+            "does not mutate its arguments, or give the mutating function no rule at all: "
             "mutagrad then traces its body, writes included."
         ) from error
 
@@ -1210,19 +1214,8 @@ def missing_rule_message(name: str) -> str:
 
 
 def conversion_message(operation: str) -> str:
-    return (
-        f"a traced array was converted to a raw value by {operation} at\n"
-        f"    {describe_site(user_site())}\n"
-        "Its gradient would be lost, so mutagrad refuses. This also happens when a traced value\n"
-        "is stored into a raw ndarray (out = np.zeros(3); out[0] = x[0]) or passed to code that\n"
-        "calls np.asarray on it.\n"
-        "Fixes:\n"
-        "  - allocate arrays that will hold traced values from a traced one or with\n"
-        "    mutagrad.numpy: np.zeros_like(x), np.empty_like(x), mnp.zeros(3)\n"
-        "    (import mutagrad.numpy as mnp);\n"
-        "  - register a rule for the function that converts (mutagrad.defvjp / mutagrad.rrule);\n"
-        "  - or, if no gradient should flow, use mutagrad.ignore_derivatives(x)."
-    )
+    """A TracerConversionError's message: the user's construct that converted, and its fix."""
+    return describe_conversion(user_site(), operation)
 
 
 _TRACING_THROUGH: ContextVar[frozenset[Any]] = ContextVar("mutagrad_tracing_through",

@@ -77,7 +77,10 @@ def canonical(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str]
         widths.append(len(shape) - named if "..." in term else 0)
     ellipsis_ndim = max(widths, default=0)
     if ellipsis_ndim > len(free):
-        raise NotDifferentiableError("einsum: too many dimensions for the letters einsum allows")
+        raise NotDifferentiableError(
+            "einsum: too many dimensions for the letters einsum allows.\n"
+            "Fix: reshape the operands to fewer dimensions (merge the broadcast axes) first."
+        )
     ellipsis = "".join(free[:ellipsis_ndim])
     labels = [
         term.replace("...", ellipsis[ellipsis_ndim - width :]) for term, width in zip(terms, widths)

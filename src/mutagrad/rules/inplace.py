@@ -66,8 +66,8 @@ def _refuse_overlap(name: str, a: WrappedArray, values: Any) -> None:
             f"{format_site(user_site())}\n"
             "numpy reads such values while it writes them, one element at a time, so a "
             "value may already have been overwritten; mutagrad does not reproduce that "
-            "order. Pass a copy of the values (values.copy()) if the values as they were "
-            "before the call are meant, or write the elements one by one."
+            "order.\nFix: pass a copy of the values (values.copy()) if the values as they "
+            "were before the call are meant, or write the elements one by one."
         )
 
 
@@ -211,9 +211,9 @@ def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     rule = _AT_RULES.get(ufunc)
     if rule is None and any_active((a, *operands)):
         raise NotDifferentiableError(
-            f"{name} on traced arrays is supported for np.add.at and np.subtract.at only; "
-            f"compute the update out of place instead (for example with {ufunc.__name__} on "
-            "gathered values, then np.add.at of the difference)"
+            f"{name} on traced arrays is supported for np.add.at and np.subtract.at only.\n"
+            f"Fix: compute the update out of place (for example with {ufunc.__name__} on "
+            "gathered values, then np.add.at of the difference)."
         )
 
     def perform(raw: list[Any], target: np.ndarray) -> None:
@@ -229,7 +229,10 @@ def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
 @implements(np.sort)
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
-        raise NotDifferentiableError("np.sort(..., order=) (structured arrays) has no derivative")
+        raise NotDifferentiableError(
+            "np.sort(..., order=) (structured arrays) has no derivative.\n"
+            "Fix: sort plain float arrays (np.argsort on the key field, then take the fields)."
+        )
     if axis is None:
         a, axis = np.ravel(a), -1
     permutation = np.argsort(a, axis=axis, kind="stable")

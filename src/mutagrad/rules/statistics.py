@@ -76,8 +76,8 @@ def _refuse_traced(name, **arguments):
     for what, value in arguments.items():
         if value is not None and any_active((value,)):
             raise NotDifferentiableError(
-                f"np.{name}: the derivative with respect to {what} is not implemented; "
-                f"pass mutagrad.ignore_derivatives({what}) if none should flow"
+                f"np.{name}: the derivative with respect to {what} is not implemented.\n"
+                f"Fix: pass mutagrad.ignore_derivatives({what}) if none should flow."
             )
 
 
@@ -104,7 +104,9 @@ def _quantile_adapter(numpy_function, name):
             if weights is not None:
                 if any_active((a,)):
                     raise NotDifferentiableError(
-                        f"np.{name}(..., weights=) is not supported on traced arrays"
+                        f"np.{name}(..., weights=) is not supported on traced arrays.\n"
+                        "Fix: pass mutagrad.ignore_derivatives(a) if no gradient should "
+                        "flow, or compute the weighted quantile from np.sort and np.cumsum."
                     )
                 result = wrap_constant(result)
             else:

@@ -34,8 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
+
+try:
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+except ModuleNotFoundError as missing:  # say how to get it, not only what is missing
+    raise ModuleNotFoundError(
+        "mutagrad.testing.strategies needs hypothesis: pip install hypothesis (in a clone "
+        "of mutagrad, pip install -e '.[test]' installs it with the other test tools)",
+        name=missing.name,
+    ) from missing
 
 if TYPE_CHECKING:
     from mutagrad.testing.fuzz import FuzzProgram
