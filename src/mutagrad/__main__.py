@@ -22,6 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from mutagrad import __version__
 from mutagrad.report import (
     DEFAULT_CORPUS,
     DEFAULT_OUT,
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mutagrad", description="Reverse-mode AD for NumPy code that mutates arrays."
     )
+    parser.add_argument("--version", action="version", version=f"mutagrad {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
     report = commands.add_parser(
         "report",
