@@ -96,3 +96,33 @@ def test_is_traced_tells_differentiated_values_from_constants():
     mutagrad.gradient(f, np.ones(2), "label")
     assert seen == {"argument": True, "derived": True, "constant": False, "detached": False}
     assert not mutagrad.is_traced(mutagrad.array([1.0]))  # outside any gradient call
+
+
+def test_pytest_shows_a_failing_check_at_the_users_line_without_mutagrads_source(tmp_path):
+    test_file = tmp_path / "test_mine.py"
+    test_file.write_text(
+        "import numpy as np\n"
+        "import mutagrad\n"
+        "from mutagrad.testing import check_gradient, check_rule\n"
+        "\n"
+        "@mutagrad.primitive\n"
+        "def cube(x):\n"
+        "    return x**3\n"
+        "\n"
+        "mutagrad.defvjp(cube, lambda g, ans, x: g * 4.5 * x**2, reads=((0,),))\n"
+        "\n"
+        "def test_rule():\n"
+        "    check_rule(cube, np.array([1.0, 2.0]))\n"
+        "\n"
+        "def test_gradient():\n"
+        "    check_gradient(lambda x: np.sum(cube(x)), np.array([1.0, 2.0]))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert "2 failed" in run.stdout, run.stdout
+    assert "check_rule(cube) found" in run.stdout and "gradient check failed" in run.stdout
+    assert "rule_check.py" not in run.stdout and "gradient_check.py" not in run.stdout

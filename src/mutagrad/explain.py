@@ -185,7 +185,7 @@ def explain(
     f: Callable[..., Any],
     *args: Any,
     mode: str | None = None,
-    file: TextIO | None = sys.stdout,
+    file: TextIO | str | None = "stdout",
     poisoned: bool = False,
     writes: bool = False,
     lines: Any = None,
@@ -193,7 +193,9 @@ def explain(
 ) -> Explanation:
     """Run ``f(*args, **kwargs)`` on the tape, print what was recorded and return it.
 
-    Pass ``file=None`` to only return the :class:`Explanation`. ``poisoned``,
+    It prints to ``file``, by default the ``sys.stdout`` of the moment (so
+    ``contextlib.redirect_stdout`` captures it); pass ``file=None`` to only
+    return the :class:`Explanation`. ``poisoned``,
     ``writes`` and ``lines`` keep some operations (see :meth:`Explanation.only`).
     Keyword arguments other than these reach ``f``, undifferentiated.
     """
@@ -225,7 +227,7 @@ def explain(
     if poisoned or writes or lines is not None:
         explanation = explanation.only(poisoned=poisoned, writes=writes, lines=lines)
     if file is not None:
-        print(explanation, file=file)
+        print(explanation, file=sys.stdout if file == "stdout" else file)
     return explanation
 
 

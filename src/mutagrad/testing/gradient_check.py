@@ -200,6 +200,7 @@ def check_gradient(
     worst element and both values when they differ; errors of mutagrad
     itself (``PoisonedCaptureError``, ``MutationError``...) propagate.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper
     if order == 2:
         return _check_second_order(f, args, mode, atol, rtol, eps, elementwise_limit, seed)
     if order != 1:
@@ -231,6 +232,7 @@ def _check_second_order(
     seed: int,
 ) -> tuple[Any, ...]:
     """Hessian-vector products by reverse over reverse, against differences of gradients."""
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper
     grads = check_gradient(
         f,
         *args,

@@ -276,6 +276,7 @@ class _RuleChecker:
         directions: int,
         seed: int,
     ):
+        __tracebackhide__ = True  # pytest shows the caller's line, not this helper
         self.fn = fn
         self.args = args
         self.kwargs = dict(fn_kwargs or {})
@@ -450,6 +451,7 @@ class _RuleChecker:
     # -- the checks ------------------------------------------------------------------
 
     def check(self, check_overwrites: bool) -> RuleCheck:
+        __tracebackhide__ = True  # pytest shows the caller's line, not this helper
         everything = self.wrt
         full = self.run(everything, record=True)
         self.check_forward(full)
@@ -828,6 +830,7 @@ def check_rule(
     See the module docstring for what is checked. Returns a :class:`RuleCheck`
     with the cotangent used and the vector-Jacobian product.
     """
+    __tracebackhide__ = True  # pytest shows the caller's line, not this helper
     checker = _RuleChecker(
         fn,
         args,
