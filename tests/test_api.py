@@ -289,8 +289,8 @@ def test_wrapped_array_is_a_constant_outside_gradient_calls():
 
 def test_function_without_rule_names_it_and_the_fix():
     with pytest.raises(mutagrad.MissingRuleError) as info:
-        mutagrad.gradient(lambda x: np.sum(np.convolve(x, x)), np.ones(3))
-    assert "np.convolve" in str(info.value)
+        mutagrad.gradient(lambda x: np.sum(np.sort_complex(x).real), np.ones(3))
+    assert "np.sort_complex" in str(info.value)
     assert "mutagrad.defvjp" in str(info.value)
 
 

@@ -525,7 +525,7 @@ def c_function_without_a_rule():
 
 @trigger
 def python_function_that_converts():
-    mutagrad.gradient(lambda x: np.sum(np.correlate(x, x)), X)
+    mutagrad.gradient(lambda x: np.sum(np.sort_complex(x).real), X)
 
 
 @trigger
@@ -807,6 +807,11 @@ def vector_gufunc_with_axes():
 @trigger
 def singular_condition_number():
     mutagrad.gradient(lambda a: np.linalg.cond(a), np.zeros((2, 2)))
+
+
+@trigger
+def interp_with_a_period():
+    mutagrad.gradient(lambda x: np.sum(np.interp(x, [0.0, 1.0], [1.0, 2.0], period=3.0)), X)
 
 
 # -- checkpointed --------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Rules of mutagrad/rules/library.py: numpy's Python-level functions run as numpy's steps
-(astype, fft.fftshift/ifftshift, apply_along_axis, apply_over_axes, vander,
-linalg.outer, linalg.cross, linalg.tensorinv, linalg.tensorsolve).
+(astype, fft.fftshift/ifftshift, apply_along_axis, apply_over_axes, vander, polymul,
+polyder, polyint, linalg.outer, linalg.cross, linalg.tensorinv, linalg.tensorsolve).
 
 Values on WrappedArrays equal numpy's, gradients match finite differences (to
 second order), and numpy's errors come out for numpy's wrong calls.
@@ -53,6 +53,20 @@ def test_vander(x, n, increasing):
     check_op(lambda x: np.vander(x, n, increasing), x, order=2)
 
 
+@given(p=VECTORS, q=VECTORS)
+def test_polynomial_products_derivatives_and_integrals(p, q):
+    check_op(np.polymul, p, q, order=2)
+    check_op(lambda p: np.polymul(p, [0.0, 1.5, -0.5]), p)  # numpy drops leading zeros
+    check_op(lambda p: np.polyder(p, 2), p, order=2)
+    check_op(lambda p: np.polyder(p, 0) * np.polyder(p)[:1], p)
+    check_op(lambda p, k: np.polyint(p, 2, k), p, q[:2], order=2)
+    check_op(lambda p: np.polyint(p), p)
+
+
+def test_polynomial_objects_stay_numpys():
+    assert np.polymul(np.poly1d([1.0, 2.0]), [1.0, 1.0]) == np.poly1d([1.0, 3.0, 2.0])
+
+
 @given(x=VECTORS, y=VECTORS)
 def test_linalg_outer(x, y):
     check_op(np.linalg.outer, x, y, order=2)
@@ -100,6 +114,7 @@ def test_numpys_errors():
 def test_every_rule_of_the_module_is_tested():
     tested = {np.astype, np.fft.fftshift, np.fft.ifftshift, np.apply_along_axis}
     tested |= {np.apply_over_axes, np.vander, np.linalg.outer, np.linalg.cross}
+    tested |= {np.polymul, np.polyder, np.polyint}
     tested |= {np.linalg.tensorinv, np.linalg.tensorsolve}
     registered = rules_defined_in("mutagrad.rules.library")
     assert registered, "found no rules: did the registry change?"

@@ -189,6 +189,16 @@ CASES = [
         ),
         (TALL, X[0].copy()),
     ),
+    # signals
+    (
+        "signals",
+        "convolve correlate interp",
+        lambda v, w: (
+            quadratic(np.convolve(v, w[0], "same") + np.correlate(v, w[1] ** 2, "same"))
+            + quadratic(np.interp([0.35, 0.8], [0.0, 0.5, 1.0], w[0]))
+        ),
+        (VECTOR, X),
+    ),
     # library
     (
         "library",

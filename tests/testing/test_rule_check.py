@@ -176,7 +176,7 @@ def test_a_function_without_a_rule_is_refused():
         return x * 2
 
     assert "no rule is registered" in report_of(plain, X)
-    assert "no rule is registered" in report_of(np.convolve, X, Y)
+    assert "no rule is registered" in report_of(np.sort_complex, X)
 
 
 def test_find_rule_tells_the_kinds_apart():
@@ -197,7 +197,7 @@ def test_find_rule_tells_the_kinds_apart():
     mutagrad.non_differentiable(constant)
     kinds = [find_rule(f).kind for f in (with_vjp, with_rrule, constant, np.sin, np.sum)]
     assert kinds == ["defvjp", "rrule", "non-differentiable", "numpy", "numpy"]
-    assert find_rule(np.convolve).kind == "none"
+    assert find_rule(np.sort_complex).kind == "none"
 
 
 # -- (a) wrong forward values ------------------------------------------------------

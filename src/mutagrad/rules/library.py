@@ -12,7 +12,9 @@ the derivative follows:
 * ``np.apply_along_axis``: the function on each 1-d slice, the results stacked
   (numpy fills a raw buffer); ``np.apply_over_axes``: numpy's loop;
 * ``np.vander``: the columns' running products, ``np.cumprod`` (numpy's
-  ``multiply.accumulate`` into a raw buffer);
+  ``multiply.accumulate`` into a raw buffer); ``np.polymul`` (``np.convolve``
+  of the coefficients, leading zeros trimmed as numpy's ``poly1d`` trims
+  them), ``np.polyder``, ``np.polyint`` (numpy's recursions, as loops);
 * ``np.linalg.outer``, ``np.linalg.cross``: their argument checks, then
   ``np.outer`` and ``np.cross``;
 * ``np.linalg.tensorinv``, ``np.linalg.tensorsolve``: a reshape to a square
@@ -27,7 +29,7 @@ from itertools import product
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from mutagrad.core.wrapped import WrappedValue
+from mutagrad.core.wrapped import WrappedValue, unwrap
 from mutagrad.rules.registry import implements
 
 
@@ -117,6 +119,47 @@ def vander(x, N=None, increasing=False):
         repeated = np.broadcast_to(np.expand_dims(x.astype(dtype), 1), (len(x), n - 1))
         columns = np.concatenate([ones, np.cumprod(repeated, axis=1)], axis=1)
     return columns if increasing else np.flip(columns, axis=1).copy()
+
+
+def _coefficients(p):
+    """A polynomial's coefficients as numpy's poly1d keeps them: 1-d, leading zeros trimmed."""
+    p = np.atleast_1d(_array(p))
+    nonzero = np.flatnonzero(unwrap(p))
+    return p[nonzero[0] :] if len(nonzero) else p[-1:] * 0
+
+
+@implements(np.polymul)
+def polymul(a1, a2):
+    if isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d):
+        return np.poly1d(polymul(np.asarray(a1), np.asarray(a2)))
+    return np.convolve(_coefficients(a1), _coefficients(a2))
+
+
+@implements(np.polyder)
+def polyder(p, m=1):
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    p = _array(p)
+    for _ in range(m):
+        p = p[:-1] * np.arange(len(p) - 1, 0, -1)
+    return p
+
+
+@implements(np.polyint)
+def polyint(p, m=1, k=None):
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = np.zeros(m) if k is None else np.atleast_1d(_array(k))
+    if len(k) == 1 and m > 1:
+        k = k[0] * np.ones(m)
+    if len(k) < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    p = _array(p)
+    for i in range(m):
+        p = np.concatenate((p / np.arange(len(p), 0, -1), k[i : i + 1]))
+    return p
 
 
 @implements(np.linalg.outer)
