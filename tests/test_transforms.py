@@ -423,3 +423,21 @@ def test_grad_differentiates_the_corpus_as_zygotes_gradient_does(program):
     expected = _zeros_for_none([want[i] for i in numeric], [program.args[i] for i in numeric])
     for g, w in zip(got, expected):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def test_vjps_aux_is_a_copy_so_writing_it_cannot_change_the_cotangents():
+    # aux is the argument itself, whose memory np.sin saved for the pullback.
+    out, vjp_fn, aux = mutagrad.vjp(lambda x: (np.sum(np.sin(x)), x), X, has_aux=True)
+    assert out == pytest.approx(np.sum(np.sin(X)))
+    aux[:] = 100.0
+    np.testing.assert_allclose(vjp_fn(1.0)[0], np.cos(X))
+
+
+def test_pullbacks_outputs_are_copies_where_the_pullback_reads_their_memory():
+    (y, total), back = mutagrad.pullback(lambda x: (x, np.sum(np.sin(x))), X)
+    assert total == pytest.approx(np.sum(np.sin(X)))
+    y[:] = 100.0  # y is x, which np.sin saved: a copy is returned, so this changes nothing
+    np.testing.assert_allclose(back((None, 1.0))[0], np.cos(X))
+    out, vjp_fn = mutagrad.vjp(lambda x: (x, np.sum(np.sin(x))), X)
+    out[0][:] = 100.0
+    np.testing.assert_allclose(vjp_fn((np.zeros(3), 1.0))[0], np.cos(X))

@@ -126,3 +126,25 @@ def test_pytest_shows_a_failing_check_at_the_users_line_without_mutagrads_source
     assert "2 failed" in run.stdout, run.stdout
     assert "check_rule(cube) found" in run.stdout and "gradient check failed" in run.stdout
     assert "rule_check.py" not in run.stdout and "gradient_check.py" not in run.stdout
+
+
+def test_a_custom_rules_saved_value_is_named_at_the_users_line():
+    @mutagrad.primitive
+    def square(v):
+        return v * v
+
+    mutagrad.defvjp(square, lambda g, ans, v: 2.0 * g * v, reads=((0,),))
+
+    def f(y):
+        w = square(y)
+        y[0] = 5.0
+        return np.sum(w)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError) as raised:
+        mutagrad.gradient(f, np.ones(3))
+    message = str(raised.value)
+    assert "custom.py" not in message
+    assert "`w = square(y)` needs the old value" in message
+    assert "becomes: `w = square(y.copy())`" in message
+    (operation,) = mutagrad.explain(f, np.ones(3), poisoned=True, file=None).operations
+    assert operation.source == "w = square(y)" and "test_usability.py" in operation.site

@@ -543,22 +543,24 @@ def _traced_dense(sparse: SparseCotangent) -> Any:
     return traced_densify(sparse)
 
 
-def _unwrap_output(value: Any) -> Any:
+def _data_of(w: WrappedValue) -> Any:
+    return w._data
+
+
+def _unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -> Any:
+    """``value`` with each traced leaf replaced by ``data(leaf)``, its structure kept."""
     if isinstance(value, WrappedValue):
-        return value._data
+        return data(value)
     if isinstance(value, tuple):
-        return (
-            type(value)(*map(_unwrap_output, value))
-            if hasattr(value, "_fields")
-            else tuple(map(_unwrap_output, value))
-        )
+        parts = [_unwrap_output(v, data) for v in value]
+        return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
     if isinstance(value, list):
-        return [_unwrap_output(v) for v in value]
+        return [_unwrap_output(v, data) for v in value]
     if type(value) is dict:
-        return {k: _unwrap_output(v) for k, v in value.items()}
+        return {k: _unwrap_output(v, data) for k, v in value.items()}
     if attrs.has(type(value)):
         fields = [f for f in attrs.fields(type(value)) if f.init]
-        changes = {f.alias: _unwrap_output(getattr(value, f.name)) for f in fields}
+        changes = {f.alias: _unwrap_output(getattr(value, f.name), data) for f in fields}
         return attrs.evolve(value, **changes)
     return value
 
@@ -736,14 +738,18 @@ def pullback(
     call.release_parameter_claims()
     call.thaw()  # the arguments were copied: the caller's arrays are theirs again
     back = Pullback(call, out)
-    value = _unwrap_output(out)
-    return _copy_if_captured(out, value), back
+    return _unwrap_output(out, owned_data), back
 
 
-def _copy_if_captured(out: Any, value: Any) -> Any:
-    """The returned value must not alias memory the pullback reads."""
-    if isinstance(out, WrappedValue) and isinstance(value, np.ndarray):
-        base = out._base if out._base is not None else out
+def owned_data(w: WrappedValue) -> Any:
+    """``w``'s data for the caller, copied if a pullback still reads that memory.
+
+    A write to the returned plain array would not reach the version checks,
+    and a later ``back(dy)`` would read the new values.
+    """
+    value = w._data
+    if isinstance(value, np.ndarray):
+        base = w._base if w._base is not None else w
         if base._captures:
             return value.copy()
     return value

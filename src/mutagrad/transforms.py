@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import _unwrap_output, call_with_gradient, pullback
+from mutagrad.api import _unwrap_output, call_with_gradient, owned_data, pullback
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue
@@ -155,11 +155,16 @@ def _filled(leaves: Sequence[Any], derivatives: Sequence[Any]) -> list[Any]:
 
 
 class _Aux:
-    """Splits ``(value, aux)`` returned by a ``has_aux`` function; refuses tuples otherwise."""
+    """Splits ``(value, aux)`` returned by a ``has_aux`` function.
 
-    def __init__(self, has_aux: bool, caller: str):
+    Without ``has_aux``, a tuple is refused unless ``structured`` (vjp takes
+    outputs of any structure; a gradient needs one scalar).
+    """
+
+    def __init__(self, has_aux: bool, caller: str, structured: bool = False):
         self.has_aux = has_aux
         self.caller = caller
+        self.structured = structured
         self.aux: Any = None
 
     def value_of(self, out: Any) -> Any:
@@ -172,7 +177,7 @@ class _Aux:
                 )
             value, self.aux = out
             return value
-        if isinstance(out, tuple) and not isinstance(out, WrappedValue):
+        if isinstance(out, tuple) and not self.structured:
             raise MutagradError(
                 f"{self.caller} needs f to return one value, but it returned a tuple of "
                 f"{len(out)}.\n"
@@ -278,7 +283,8 @@ def vjp(
 ) -> tuple[Any, ...]:
     """``(f(*primals), vjp_fn)``: the value and its vector-Jacobian product, as in JAX.
 
-    ``vjp_fn(cotangent)``, with ``cotangent`` shaped like ``f``'s output,
+    ``f`` may return arrays, numbers, or tuples, lists and dicts of them.
+    ``vjp_fn(cotangent)``, with ``cotangent`` of the structure and shapes of ``f``'s output,
     returns a tuple with one cotangent per primal (zeros for one the output
     does not depend on), and may be called many times. With ``has_aux=True``,
     ``f`` returns ``(out, aux)`` and ``vjp`` returns ``(out, vjp_fn, aux)``.
@@ -287,7 +293,7 @@ def vjp(
     ``vjp`` is not available inside a gradient call.
     """
     selection = _Selection(f, primals, kwargs, tuple(range(len(primals))), "vjp")
-    aux = _Aux(has_aux, "vjp")
+    aux = _Aux(has_aux, "vjp", structured=True)
     out, back = pullback(
         lambda *leaves: aux.value_of(selection.call(*leaves)), *selection.leaves, mode=mode
     )
@@ -298,7 +304,7 @@ def vjp(
         return selection.per_argument(_filled(selection.leaves, derivatives))
 
     if has_aux:
-        return out, vjp_fn, _unwrap_output(aux.aux)
+        return out, vjp_fn, _unwrap_output(aux.aux, owned_data)  # copies what vjp_fn reads
     return out, vjp_fn
 
 
