@@ -63,9 +63,7 @@ def _is_differentiable(leaf: Any) -> bool:
     """Numbers, real or integer arrays and traced values; not bools, strings or None."""
     if isinstance(leaf, (bool, np.bool_)):
         return False
-    if isinstance(leaf, WrappedValue):
-        return leaf.dtype.kind in "iuf"
-    if isinstance(leaf, np.ndarray):
+    if isinstance(leaf, (WrappedValue, np.ndarray)):
         return leaf.dtype.kind in "iuf"
     return isinstance(leaf, (int, float, np.integer, np.floating))
 
@@ -110,7 +108,7 @@ class _Selection:
             chosen.append(i % n)
         if len(set(chosen)) != len(chosen):
             raise ValueError(f"{caller}: argnums {argnums!r} names an argument twice")
-        self.f, self.args, self.kwargs, self.caller = f, args, kwargs, caller
+        self.f, self.args, self.kwargs = f, args, kwargs
         self.positions = chosen
         self.leaves: list[Any] = []
         self.rebuilds = []
@@ -120,7 +118,7 @@ class _Selection:
             if not any(_is_differentiable(leaf) for leaf in leaves):
                 raise TypeError(
                     f"{caller} differentiates argument {p}, a {type(args[p]).__name__}, which "
-                    "holds no floating-point value. Choose the arguments to differentiate "
+                    "holds no number or numeric array. Choose the arguments to differentiate "
                     "with argnums; the others pass through unchanged."
                 )
             self.leaves.extend(leaves)
