@@ -291,9 +291,29 @@ def test_sum_with_an_integer_dtype_has_no_gradient():
 # -- coverage ------------------------------------------------------------------
 
 
+BINS = np.array([0, 3, 1, 1, 3])
+
+
+def test_bincount_weights_have_a_gradient_and_counts_none():
+    w = np.array([0.5, -1.2, 2.0, 0.3, 1.1])
+    check_op(lambda w: np.bincount(BINS, weights=w), w, order=2)
+    check_op(lambda w: np.bincount(BINS, w, minlength=6), w)
+    counts = mutagrad.gradient(lambda w: np.sum(w) * np.bincount(BINS).sum(), w)[0]
+    np.testing.assert_allclose(counts, np.full(5, 5.0))
+
+    def index_written_after(w):
+        index = BINS.copy()
+        y = np.bincount(index, weights=w * w)
+        index[:] = 0  # the pullback keeps its own copy of the bins
+        return np.sum(y * np.arange(4.0))
+
+    (g,) = mutagrad.gradient(index_written_after, w)
+    np.testing.assert_allclose(g, 2 * w * BINS)
+
+
 def test_every_rule_of_the_module_is_tested():
     tested = {r for r, _ in REDUCTIONS} | {(u, "reduce") for u, _ in UFUNC_REDUCE}
-    tested |= {np.average}
+    tested |= {np.average, np.bincount}
     registered = rules_defined_in("mutagrad.rules.reductions")
     assert registered, "found no rules: did the registry change?"
     missing = {str(r) for r in registered - tested}

@@ -25,7 +25,7 @@ nondifferentiable(
     np.gcd, np.lcm, np.bitwise_count, np.packbits, np.unpackbits,
     # indices, counts and shapes
     np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere, np.nonzero, np.flatnonzero,
-    np.searchsorted, np.digitize, np.count_nonzero, np.bincount,
+    np.searchsorted, np.digitize, np.count_nonzero,
     np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
     np.may_share_memory, np.shares_memory, np.iscomplexobj, np.isrealobj,
     np.isclose, np.allclose, np.array_equal, np.array_equiv, np.any, np.all,

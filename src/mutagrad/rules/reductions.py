@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, apply, unwrap
+from mutagrad.core.wrapped import WrappedValue, apply, call_without_derivative, unwrap
 from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 _NoValue = np._NoValue
@@ -291,3 +291,27 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NoValue):
             scale = np.copy(np.broadcast_to(scale, np.shape(mean_)))
         return mean_, scale
     return mean_
+
+
+# -- bincount: the counts carry no derivative, the weighted sums do -----------------------
+
+
+def _bincount_raw(weights, index=None, minlength=0):
+    return np.bincount(index, weights, minlength)
+
+
+BINCOUNT = VjpRule(
+    "bincount",
+    _bincount_raw,
+    # Each weight went into the bin its index names: its cotangent is that bin's.
+    (lambda g, ans, weights, index=None, minlength=0: g[index],),
+    ((),),
+)
+
+
+@implements(np.bincount)
+def bincount(x, weights=None, minlength=0):
+    if weights is None:
+        return call_without_derivative(np.bincount, (x,), {"minlength": minlength})
+    index = np.array(unwrap(x))  # integers: no derivative, and a private copy for the pullback
+    return apply(BINCOUNT, (weights,), {"index": index, "minlength": minlength})
