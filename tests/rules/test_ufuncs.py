@@ -469,8 +469,19 @@ def test_frexp_to_second_order(x):
 # -- coverage ------------------------------------------------------------------
 
 
+def test_heaviside_is_constant_in_x_and_passes_h_through_at_zero():
+    x = np.array([-1.0, 0.0, 2.0, 0.0])
+    h = np.array([0.5, 0.7, 0.1, 0.3])
+    check_op(lambda h: np.heaviside(x, h), h, order=2)
+    (g,) = mutagrad.gradient(lambda h: np.sum(np.heaviside(x, h) * np.arange(1.0, 5.0)), h)
+    np.testing.assert_array_equal(g, [0.0, 2.0, 0.0, 4.0])
+    (g,) = mutagrad.gradient(lambda y: np.sum(np.heaviside(y, 0.5) + y), np.array([-1.0, 2.0]))
+    np.testing.assert_array_equal(g, [1.0, 1.0])
+
+
 def test_every_rule_of_the_module_is_tested():
     tested = {u for u, _ in UNARY} | {u for u, *_ in BINARY} | {np.where, np.select, np.clip}
+    tested |= {np.heaviside}
     tested |= {np.sinc, np.nan_to_num}
     tested |= MULTIPLE_OUTPUTS | {np.ldexp}
     registered = rules_defined_in("mutagrad.rules.ufuncs")

@@ -18,7 +18,7 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit,
     # piecewise constant
-    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
+    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide,
     np.round, np.around, np.fix, np.spacing,
     np.angle,  # of a real array: 0 or pi (a complex traced array is refused where it is made)
     # integers

@@ -114,6 +114,13 @@ ufunc_rule(
     lambda g, ans, x, y: np.zeros(np.shape(y)),  # piecewise constant in y
     reads=((0, 1), ()),
 )
+ufunc_rule(
+    np.heaviside,
+    # Piecewise constant in x; where x is exactly 0 the result is h itself.
+    lambda g, ans, x, h: np.zeros(np.shape(x)),
+    lambda g, ans, x, h: g * (x == 0),
+    reads=((), (0,)),
+)
 
 # -- exponentials and logarithms ---------------------------------------------
 
