@@ -32,4 +32,4 @@ bench: $(VENV)/.installed-test
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .hypothesis .ruff_cache mutagrad-report

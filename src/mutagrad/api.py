@@ -127,8 +127,13 @@ def _can_freeze(x: np.ndarray) -> bool:
     return True
 
 
-class _Call:
+class GradientCall:
     """One differentiation call: wrapped inputs, the trace, and the caller's arrays.
+
+    Every entry point builds one: ``gradient`` and ``withgradient`` here, the
+    Jacobians in :mod:`mutagrad.higher`, ``checkpointed`` and ``hook`` in
+    :mod:`mutagrad.control`, :func:`mutagrad.explain`, and, through
+    ``call_with_gradient``, the transforms.
 
     With ``params`` (implicit parameters) the call has no arguments; each
     parameter gets an input node instead, and :meth:`gradients` returns Grads.
@@ -436,7 +441,7 @@ def _borrowable(x: np.ndarray) -> bool:
 
 
 def fingerprint(a: np.ndarray) -> Any:
-    """What :meth:`_Call.check_arguments_unchanged` compares: a's contents, or a checksum.
+    """What :meth:`GradientCall.check_arguments_unchanged` compares: a's contents, or a checksum.
 
     Small arrays, and arrays of any dtype but float64, are compared exactly
     (their bytes). A large float64 array gets a cheap position-sensitive
@@ -621,7 +626,7 @@ def call_with_gradient(
 ) -> WithGradient:
     """:func:`withgradient`'s work; ``caller`` is the entry point its error messages name."""
     params = implicit_parameters(f, args, caller)
-    call = _Call(args if params is None else (), mode, params=params)
+    call = GradientCall(args if params is None else (), mode, params=params)
     try:
         out = call.run(f, kwargs)
         if not isinstance(out, WrappedValue):  # else output_node checks it
@@ -638,7 +643,7 @@ def call_with_gradient(
     return result
 
 
-def _nested_output(out: Any, call: _Call) -> Any:
+def _nested_output(out: Any, call: GradientCall) -> Any:
     # Inside an enclosing gradient call the value stays traced.
     return out if call.parent is not None else _unwrap_output(out)
 
@@ -665,7 +670,7 @@ def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwarg
 class Pullback:
     """``back(dy)``: the vector-Jacobian product of a recorded call; callable many times."""
 
-    def __init__(self, call: _Call, out: Any):
+    def __init__(self, call: GradientCall, out: Any):
         self._call = call
         self._out = out
         self._finalizer = weakref.finalize(self, call.tape.release)
@@ -728,7 +733,7 @@ def pullback(
             "or call pullback outside it."
         )
     params = implicit_parameters(f, args, "pullback")
-    call = _Call(args if params is None else (), mode, params=params, borrow=False)
+    call = GradientCall(args if params is None else (), mode, params=params, borrow=False)
     try:
         out = call.run(f, kwargs)
         check_not_open_buffer(out, "f")

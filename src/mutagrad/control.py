@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import IDENTITY, _Call, _input_gradient, ignore_derivatives
+from mutagrad.api import IDENTITY, GradientCall, _input_gradient, ignore_derivatives
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     LEAF,
@@ -297,7 +297,7 @@ class CheckpointRule(Rule):
         # A recomputation that is not itself differentiated gets a tape of its own.
         token = STATE.set(STATE.get() if recording else None)
         try:
-            call = _Call(args, kw["mode"])
+            call = GradientCall(args, kw["mode"])
             links = list(node.inputs[n_args:]) if recording else [None] * len(closed)
             bound = _bind(closed, call.tape, call.trace.bit, links)
             call.param_nodes.extend(b for _, _, b in bound)  # the sweep stops at them
@@ -341,7 +341,7 @@ class CheckpointRule(Rule):
 CHECKPOINT_RULE = CheckpointRule("checkpointed")
 
 
-def _output_node(call: _Call, out: Any, name: str) -> Node | None:
+def _output_node(call: GradientCall, out: Any, name: str) -> Node | None:
     check_not_open_buffer(out, name)
     if not isinstance(out, WrappedValue):
         return None

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import attrs
 import numpy as np
 
-from mutagrad.api import _Call, _first, _seed
+from mutagrad.api import GradientCall, _first, _seed
 from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.regions import VIEW_READ, WRITE
 from mutagrad.core.sites import describe_site, site_line, source_code
@@ -97,7 +97,7 @@ class Explanation:
 class _Labels:
     """Short names for the arrays involved: arguments by position, others a1, a2, ..."""
 
-    def __init__(self, call: _Call):
+    def __init__(self, call: GradientCall):
         self.names: dict[int, str] = {}
         self.inputs = {id(node): i for i, node in enumerate(call.inputs) if node is not None}
         leaves, _ = flatten(call.args)
@@ -204,7 +204,7 @@ def explain(
             "explain cannot run inside a gradient call.\n"
             "Fix: call mutagrad.explain(f, *args) on its own, outside gradient."
         )
-    call = _Call(args, mode)
+    call = GradientCall(args, mode)
     call.tape.journal = []
     gradient = None
     error: BaseException | None = None
@@ -231,7 +231,7 @@ def explain(
     return explanation
 
 
-def _operations(call: _Call) -> tuple[Operation, ...]:
+def _operations(call: GradientCall) -> tuple[Operation, ...]:
     tape = call.tape
     labels = _Labels(call)
     writes: dict[int, list[WriteRecord]] = {}

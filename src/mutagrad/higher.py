@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import (
-    _Call,
+    GradientCall,
     _input_gradient,
     _nested_output,
     _with_article,
@@ -58,7 +58,7 @@ def _argument_kind(x: Any) -> str:
 
 
 def _output(
-    call: _Call, out: Any, caller: str
+    call: GradientCall, out: Any, caller: str
 ) -> tuple[Node | None, tuple[int, ...], np.dtype]:
     """The output's node (None for a constant), shape and dtype.
 
@@ -126,7 +126,7 @@ def _traced_row(target: Any, node: Node, bk: BackwardPass, size: int) -> Any:
 
 
 def _jacobians(
-    call: _Call,
+    call: GradientCall,
     out: Any,
     targets: list[Any],
     nodes: list[Node | None],
@@ -211,7 +211,7 @@ def call_with_jacobian(
 ) -> WithJacobian:
     """:func:`withjacobian`'s work; ``caller`` is the entry point its error messages name."""
     params = implicit_parameters(f, args, caller)
-    call = _Call(args if params is None else (), mode, params=params)
+    call = GradientCall(args if params is None else (), mode, params=params)
     try:
         out = call.run(f, kwargs)
         if params is not None:
