@@ -40,7 +40,9 @@ from mutagrad.core.engine import (
     collector_paused,
 )
 from mutagrad.core.modes import MODE, Mode, mode_named
+from mutagrad.core.mutation import overlaps
 from mutagrad.core.regions import traced_densify
+from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, copy_keeping_layout, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -333,7 +335,7 @@ class GradientCall:
         change. Either way the result would not be numpy's.
         """
         for x, before, _ in self.watched:
-            if (x.tobytes() if type(before) is bytes else fingerprint(x)) != before:
+            if fingerprint(x) != before:
                 raise NotDifferentiableError(
                     "an argument of the gradient call changed while f ran, through an array "
                     "that shares its memory and was made before the call (a view such as "
@@ -377,7 +379,7 @@ class GradientCall:
         if node is None and out.dtype.kind in "biu" and self.inputs_active():
             raise NotDifferentiableError(
                 f"{what} needs f to return a floating-point number, but it returned "
-                f"{_with_article(str(out.dtype))} value, which has no derivative (a comparison, "
+                f"{with_article(str(out.dtype))} value, which has no derivative (a comparison, "
                 "a count, an index).\n"
                 "Fix: return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
             )
@@ -428,11 +430,6 @@ class GradientCall:
 # Array arguments up to this size are fingerprinted exactly (their bytes), larger
 # float64 ones by a checksum (see fingerprint).
 EXACT_LIMIT = 1 << 18
-
-
-def _with_article(word: str) -> str:
-    """``word`` with "a" or "an" before it, as read aloud ("an int64", "a uint8")."""
-    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
 
 
 def _borrowable(x: np.ndarray) -> bool:
@@ -495,7 +492,7 @@ def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> 
     for group in groups.values():
         for i, (a, wa) in enumerate(group):
             for b, wb in group[i + 1 :]:
-                if np.may_share_memory(a, b) and _shares_memory(a, b):
+                if overlaps(a, b, max_work=100_000):
                     wa._flags |= SHARED_INPUT
                     wb._flags |= SHARED_INPUT
 
@@ -508,13 +505,6 @@ def _owner(a: np.ndarray) -> Any:
         if base is None:
             return owner
         owner = base
-
-
-def _shares_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    try:
-        return bool(np.shares_memory(a, b, max_work=100_000))
-    except np.exceptions.TooHardError:
-        return True  # conservative: refuse writes rather than risk a silent difference
 
 
 def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:

@@ -24,13 +24,13 @@ from mutagrad.api import (
     GradientCall,
     _input_gradient,
     _nested_output,
-    _with_article,
     array,
     call_with_gradient,
     implicit_parameters,
 )
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
+from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue, node_of
@@ -87,7 +87,7 @@ def _output(
     if node is None and dtype.kind in "biu" and call.inputs_active():
         raise NotDifferentiableError(
             f"{caller} needs f to return floating-point values, but it returned "
-            f"{_with_article(str(dtype))} result, which has no derivative (a comparison, a "
+            f"{with_article(str(dtype))} result, which has no derivative (a comparison, a "
             "count, an index).\n"
             "Fix: return the quantity itself, e.g. x rather than x > 0."
         )

@@ -38,7 +38,7 @@ from mutagrad.core.engine import (
     save_output,
 )
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
-from mutagrad.core.sites import Site, format_site, user_site
+from mutagrad.core.sites import Site, format_site, user_site, with_article
 from mutagrad.core.tangents import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.wrapped import (
     BORROWED,
@@ -153,13 +153,39 @@ def copy_on_write(base: WrappedArray) -> None:
     base._views = None
 
 
-def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+def overlaps(a: np.ndarray, b: np.ndarray, max_work: int = 1000) -> bool:
+    """Whether ``a`` and ``b`` share an element; when numpy cannot tell within
+    ``max_work``, conservatively yes."""
     if a is b:
         return True
     try:
-        return np.shares_memory(a, b, max_work=1000)
+        return bool(np.shares_memory(a, b, max_work=max_work))
     except np.exceptions.TooHardError:
-        return True  # conservative: treat as overlapping
+        return True
+
+
+def refuse_overlapping(
+    target: Any, values: Any, what: str, why_and_fix: str, max_work: int = 1000
+) -> None:
+    """Raise if any traced array among ``values`` shares memory with ``target``.
+
+    For the writes numpy performs element by element or piece by piece, where
+    a value may be read after the same write changed it: the tape records
+    every value as read first, so such a write is refused rather than
+    recorded with another meaning. ``what`` names the write, ``why_and_fix``
+    says why and what to do instead.
+    """
+    if not isinstance(target, WrappedValue) or type(target._data) is not np.ndarray:
+        return
+    for x in values:
+        if (
+            isinstance(x, WrappedValue)
+            and type(x._data) is np.ndarray
+            and overlaps(x._data, target._data, max_work)
+        ):
+            raise NotDifferentiableError(
+                f"{what}, at\n{format_site(user_site())}\n{why_and_fix}"
+            )
 
 
 class WrittenElements:
@@ -215,7 +241,7 @@ def invalidate(
         region = c.region
         if (
             region is None
-            or not _overlaps(region, place)
+            or not overlaps(region, place)
             or (written is not None and not written.overlaps(region))
         ):
             if region is not None:
@@ -359,7 +385,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     ):
         raise NotDifferentiableError(
             f"{operation} stores traced floating-point values into "
-            f"{'an' if data.dtype.name[0] in 'aeiou' else 'a'} {data.dtype} array, which "
+            f"{with_article(str(data.dtype))} array, which "
             "truncates them; the result has no derivative.\nFix: use a float array, or cast "
             "explicitly (x.astype(int)) if the truncation is intended."
         )
@@ -389,7 +415,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     # from itself is copied element by element): keep the old value to check.
     before = (
         raw_value.copy()
-        if kind == NO_INDEX and type(raw_value) is np.ndarray and _overlaps(raw_value, place)
+        if kind == NO_INDEX and type(raw_value) is np.ndarray and overlaps(raw_value, place)
         else None
     )
     if mask is None:
@@ -426,21 +452,15 @@ def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> No
     when it gets to it (``x[:2] = [x[1], x[0]]`` leaves both rows equal to the
     old ``x[1]``); the tape would record the values as read before the write.
     """
-    data = (w._base if w._base is not None else w)._data
-    for leaf in _sequence_leaves(value):
-        if (
-            isinstance(leaf, WrappedValue)
-            and type(leaf._data) is np.ndarray
-            and _overlaps(leaf._data, data)
-        ):
-            raise NotDifferentiableError(
-                f"{operation} of a list or tuple holding a view of the array written, at\n"
-                f"{format_site(user_site())}\n"
-                "numpy stores such a sequence one element at a time, so a later element may "
-                "read values an earlier one has just overwritten; mutagrad does not reproduce "
-                "that order.\nFix: store np.stack([...]) (the values as they were before the "
-                "write), or write the elements one statement at a time."
-            )
+    refuse_overlapping(
+        w._base if w._base is not None else w,
+        _sequence_leaves(value),
+        f"{operation} of a list or tuple holding a view of the array written",
+        "numpy stores such a sequence one element at a time, so a later element may read "
+        "values an earlier one has just overwritten; mutagrad does not reproduce that "
+        "order.\nFix: store np.stack([...]) (the values as they were before the write), or "
+        "write the elements one statement at a time.",
+    )
 
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
@@ -593,19 +613,14 @@ def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
     after the other, so a later input may be read after an earlier one
     overwrote it; the tape records every input as read first.
     """
-    if not isinstance(out, WrappedValue) or type(out._data) is not np.ndarray:
-        return
-    for x in inputs:
-        if isinstance(x, WrappedValue) and type(x._data) is np.ndarray and _overlaps(
-            x._data, out._data
-        ):
-            raise NotDifferentiableError(
-                f"{operation}(..., out=) into an array that shares memory with one of its "
-                f"inputs, at\n{format_site(user_site())}\n"
-                "numpy fills out one input after the other, so an input may be read after an "
-                "earlier one overwrote it; mutagrad does not reproduce that order.\nFix: "
-                "compute the result without out= and assign it (y[...] = np.concatenate([...]))."
-            )
+    refuse_overlapping(
+        out,
+        inputs,
+        f"{operation}(..., out=) into an array that shares memory with one of its inputs",
+        "numpy fills out one input after the other, so an input may be read after an "
+        "earlier one overwrote it; mutagrad does not reproduce that order.\nFix: compute "
+        "the result without out= and assign it (y[...] = np.concatenate([...])).",
+    )
 
 
 @array_method("assign_out")

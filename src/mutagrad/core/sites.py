@@ -494,3 +494,8 @@ def describe_conversion(site: Site | None, operation: str) -> str:
         f"{construct}, at\n{format_site(site)}\n"
         f"would drop the value's gradient, so mutagrad refuses.\n{advice}"
     )
+
+
+def with_article(word: str) -> str:
+    """``word`` with "a" or "an" before it, as read aloud ("an int64", "a uint8")."""
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"

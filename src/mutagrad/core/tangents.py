@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.errors import NotDifferentiableError
+
 
 class ZeroTangent:
     """A structural zero cotangent. All instances are equal."""
@@ -125,8 +127,6 @@ class Region:
     def __init__(self, view: np.ndarray, base: np.ndarray):
         itemsize = base.itemsize
         if view.itemsize != itemsize:
-            from mutagrad.errors import NotDifferentiableError
-
             raise NotDifferentiableError(
                 "a view that reinterprets the array's dtype (x.view(other_dtype)) carries no "
                 "derivative; use x.astype(...) for a differentiable conversion"
@@ -204,8 +204,6 @@ def _position(delta: int, base: np.ndarray) -> list[int] | None:
 
 def _logical_window(view: np.ndarray, base: np.ndarray, offset: int) -> tuple[int, tuple]:
     """``view``'s offset and strides in C-ordered elements of a base that is not dense."""
-    from mutagrad.errors import NotDifferentiableError
-
     units = [int(np.prod(base.shape[a + 1 :], dtype=np.int64)) for a in range(base.ndim)]
 
     def element(index: list[int] | None) -> int:

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.indexing import normalize_index
-from mutagrad.core.mutation import assign, write_in_place
+from mutagrad.core.mutation import assign, refuse_overlapping, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.tangents import layout_of
 from mutagrad.core.wrapped import (
     WrappedArray,
@@ -52,23 +51,16 @@ def _refuse_overlap(name: str, a: WrappedArray, values: Any) -> None:
     than mirror numpy's element order, refuse, and say how to get numpy's
     buffered meaning.
     """
-    if not isinstance(values, WrappedValue) or type(values._data) is not np.ndarray:
-        return
-    if not np.may_share_memory(values._data, a._data):
-        return
-    try:
-        overlap = np.shares_memory(values._data, a._data, max_work=10_000)
-    except np.exceptions.TooHardError:
-        overlap = True
-    if overlap:
-        raise NotDifferentiableError(
-            f"{name} with values that share memory with the array it writes, at\n"
-            f"{format_site(user_site())}\n"
-            "numpy reads such values while it writes them, one element at a time, so a "
-            "value may already have been overwritten; mutagrad does not reproduce that "
-            "order.\nFix: pass a copy of the values (values.copy()) if the values as they "
-            "were before the call are meant, or write the elements one by one."
-        )
+    refuse_overlapping(
+        a,
+        (values,),
+        f"{name} with values that share memory with the array it writes",
+        "numpy reads such values while it writes them, one element at a time, so a value "
+        "may already have been overwritten; mutagrad does not reproduce that order.\nFix: "
+        "pass a copy of the values (values.copy()) if the values as they were before the "
+        "call are meant, or write the elements one by one.",
+        max_work=10_000,
+    )
 
 
 def _cycled(values: Any, numbers: np.ndarray) -> Any:
