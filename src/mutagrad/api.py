@@ -27,13 +27,11 @@ import numpy as np
 
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
-    LEAF,
     STATE,
     ZERO,
     BackwardPass,
     Lift,
     Node,
-    Rule,
     Tape,
     Trace,
     backward,
@@ -41,6 +39,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.modes import MODE, Mode, mode_named
 from mutagrad.core.mutation import overlaps
+from mutagrad.core.record import input_node
 from mutagrad.core.regions import traced_densify
 from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, copy_keeping_layout, cotangent_dtype
@@ -61,19 +60,6 @@ from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 from mutagrad.tracebacks import api_boundary
 
-
-class IdentityRule(Rule):
-    """An input of a nested gradient call, linked to the outer value it came from."""
-
-    __slots__ = ()
-
-    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
-        (outer,) = node.inputs
-        if outer is not None and outer.tag & bk.bit:
-            bk.accumulate(outer, g, owned)
-
-
-IDENTITY = IdentityRule("input")
 # What a nested (recorded) sweep makes its traced values with.
 RECORDING = Lift(traced_handle, traced_densify)
 
@@ -243,14 +229,7 @@ class GradientCall:
             w = wrap(np.int64(x))
         else:
             w = wrap(np.float64(x) if isinstance(x, float) else x)
-        data = w._data
-        tape = self.tape
-        if outer is None:
-            node = Node(LEAF, (), tape, self.trace.bit, data.shape, data.dtype, None)
-        else:
-            node = Node(IDENTITY, (outer,), tape, self.trace.bit | outer.tag, data.shape,
-                        data.dtype, None)  # fmt: skip
-        tape.nodes.append(node)
+        node = input_node(self.tape, self.trace.bit, outer, w._data)
         w._node = node
         self.inputs.append(node)
         return w
@@ -271,11 +250,7 @@ class GradientCall:
         claim_parameter(w, self.tape)
         self._claimed.append(w)
         outer = node_of(w, self.tape) if self.parent is not None else None
-        data = w._data
-        tag = self.trace.bit | (outer.tag if outer is not None else 0)
-        node = Node(IDENTITY if outer is not None else LEAF, (outer,) if outer else (), self.tape,
-                    tag, data.shape, data.dtype, None)  # fmt: skip
-        self.tape.nodes.append(node)
+        node = input_node(self.tape, self.trace.bit, outer, w._data)
         self._rebound.append((w, w._node, node))
         w._node = node
         self.tape.touch(w)

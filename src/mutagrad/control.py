@@ -51,10 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import IDENTITY, GradientCall, _input_gradient, ignore_derivatives
+from mutagrad.api import GradientCall, _input_gradient, ignore_derivatives
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
-    LEAF,
     STATE,
     BackwardPass,
     Capture,
@@ -65,6 +64,7 @@ from mutagrad.core.engine import (
     capture,
 )
 from mutagrad.core.modes import POISON
+from mutagrad.core.record import input_node, new_node, push
 from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.tangents import is_dense
 from mutagrad.core.trees import flatten
@@ -128,9 +128,8 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     if source is None:
         return x
     data = x._data
-    node = Node(HOOK, (source,), trace.tape, source.tag, data.shape, data.dtype, user_site())
-    node.kwargs = {"fn": fn}
-    trace.tape.nodes.append(node)
+    node = new_node(HOOK, (source,), trace.tape, source.tag, data, user_site())
+    push(node, (), {"fn": fn})
     return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)
 
 
@@ -395,12 +394,7 @@ def _bind(
     """
     bound = []
     for w, link in zip(values, links):
-        data = w._data
-        tag = bit | (link.tag if link is not None else 0)
-        rule = IDENTITY if link is not None else LEAF
-        node = Node(rule, (link,) if link is not None else (), tape, tag, data.shape, data.dtype,
-                    None)  # fmt: skip
-        tape.nodes.append(node)
+        node = input_node(tape, bit, link, w._data)
         bound.append((w, w._node, node))
         w._node = node
     return bound
@@ -457,8 +451,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     segment_args = []
     for x in leaves:
         if isinstance(x, WrappedValue):
-            leaf_node = Node(LEAF, (), tape, segment.bit, x.shape, x.dtype, None)
-            tape.nodes.append(leaf_node)
+            leaf_node = input_node(tape, segment.bit, None, x)
             segment_args.append(_segment_wrapper(x, leaf_node))
         else:
             segment_args.append(x)
@@ -528,7 +521,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         if n is not None:
             tag |= n.tag
     data = out._data
-    node = Node(CHECKPOINT_RULE, inputs, tape, tag, data.shape, data.dtype, site)
+    node = new_node(CHECKPOINT_RULE, inputs, tape, tag, data, site, f"checkpointed({name})")
     guards = _drop_segment(tape, start, recorded, watched, node)
     saved = [_save(x, node, trace.mode) if isinstance(x, WrappedValue) else None for x in leaves]
     if isinstance(data, np.ndarray) and any(
@@ -541,8 +534,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         if isinstance(data, np.ndarray)
         else _SavedScalar(data)
     )
-    node.saved = (*guards, *(c for c in saved if type(c) is Capture))
-    node.kwargs = {
+    kwargs = {
         "f": f,
         "name": name,
         "site": site,
@@ -554,7 +546,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         "guards": guards,
         "output": output,
     }
-    tape.nodes.append(node)
+    push(node, (*guards, *(c for c in saved if type(c) is Capture)), kwargs)
     return result
 
 

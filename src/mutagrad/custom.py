@@ -36,9 +36,8 @@ from mutagrad.core.engine import (
     Rule,
     VjpRule,
     capture,
-    owned_value,
-    refuse_complex,
 )
+from mutagrad.core.record import new_node, owned_value, push
 from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.core.wrapped import (
@@ -49,7 +48,7 @@ from mutagrad.core.wrapped import (
     apply,
     call_without_derivative,
     guarded_arguments,
-    node_of,
+    operand,
     refusing_writes_by,
     unaliased,
     unwrap,
@@ -130,9 +129,9 @@ class ClosureRule(Rule):
         kwargs = kwargs or {}
         trace = STATE.get()
         tape = trace.tape if trace is not None else None
-        raw = [a._data if isinstance(a, WrappedValue) else a for a in args]
-        nodes = [node_of(a, tape) if tape is not None and isinstance(a, WrappedValue) else None
-                 for a in args]  # fmt: skip
+        resolved = [operand(a, tape) for a in args]
+        raw = [r for r, _ in resolved]
+        nodes = [n for _, n in resolved]
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         with refusing_writes_by(self.name):
@@ -150,8 +149,7 @@ class ClosureRule(Rule):
                 tag |= n.tag
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
         site = user_site()
-        refuse_complex(y.dtype, f"the rrule for {self.name}", site)
-        node = Node(self, tuple(nodes), tape, tag, y.shape, y.dtype, site)
+        node = new_node(self, tuple(nodes), tape, tag, y, site, f"the rrule for {self.name}")
         mode = trace.mode
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [
@@ -162,9 +160,7 @@ class ClosureRule(Rule):
         out = wrap(y, node)
         if type(y) is np.ndarray:
             saved.append(capture(out, y, node, mode, closure=True))
-        node.saved = tuple(saved)
-        node.kwargs = {"pullback": back}
-        tape.nodes.append(node)
+        push(node, tuple(saved), {"pullback": back})
         return out
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:

@@ -4,9 +4,11 @@ Layered bottom up, each module importing only those before it::
 
     sites, tangents        where code is; cotangents and regions of memory
     engine                 tape, nodes, captures, rules, the backward sweep
+    record                 the one recording path: every Node made and pushed,
+                           what a pullback may read saved (one save policy)
     modes                  what a write does in each mode (a policy object)
     regions                the view-read and write rules, and their linear maps
-    wrapped                WrappedArray: numpy's protocols and the recording path
+    wrapped                WrappedArray: numpy's protocols, operands resolved
     indexing, mutation,    what the array's methods do (x[i], writes, the
     ndarray_methods        rarer ndarray methods), registered into the array's
                            method table

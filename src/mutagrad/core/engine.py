@@ -18,6 +18,9 @@ This module knows nothing about numpy functions; every numpy fact lives in
   a closure) owns the saved values and can check or snapshot them.
 * :func:`backward` – the reverse sweep.
 
+Nodes are made and pushed in :mod:`mutagrad.core.record`, the one recording
+path.
+
 Activity: a node's ``tag`` is a bitmask of the nesting levels whose inputs it
 depends on. A value with no node on the current tape is a constant; a rule
 only saves what the gradients of its *active* inputs need, so values kept for
@@ -46,7 +49,6 @@ from mutagrad.core.sites import (
     rewrite_with_copy,
     site_line,
     source_code,
-    user_site,
 )
 from mutagrad.core.tangents import (
     ZERO,
@@ -465,6 +467,20 @@ class LeafRule(Rule):
 
 
 LEAF = LeafRule("input")
+
+
+class IdentityRule(Rule):
+    """An input of a nested gradient call, linked to the outer value it came from."""
+
+    __slots__ = ()
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (outer,) = node.inputs
+        if outer is not None and outer.tag & bk.bit:
+            bk.accumulate(outer, g, owned)
+
+
+IDENTITY = IdentityRule("input")
 
 ANS = "ans"  # in a rule's ``reads``: the pullback reads the function's output
 
@@ -897,96 +913,6 @@ def backward(
     return bk
 
 
-def record(
-    rule: VjpRule,
-    args: tuple[Any, ...],
-    raw: list[Any],
-    nodes: list[Node | None],
-    result: Any,
-    kwargs: dict[str, Any] | None,
-    trace: Trace,
-) -> tuple[Node, bool]:
-    """Record ``rule`` applied to ``args`` (some traced) producing ``result``.
-
-    Saves what the active arguments' vjps read: a :class:`Capture` for an
-    array in a WrappedArray, a private copy of a raw ndarray (nothing can
-    version-track writes to it), the value itself for immutable scalars. The
-    output's slot is filled by :func:`save_output` once it is wrapped, when
-    the returned flag says the vjps read it. ``result`` only lends its shape
-    and dtype (an in-place operation passes its destination before writing).
-    """
-    tag = 0
-    active = 0
-    for i, n in enumerate(nodes):
-        if n is not None:
-            tag |= n.tag
-            active |= 1 << i
-    tape = trace.tape
-    site = user_site(2)
-    if result.dtype.kind == "c":
-        refuse_complex(result.dtype, rule.name, site)
-    node = Node(rule, tuple(nodes), tape, tag, result.shape, result.dtype, site)
-    need, need_ans = rule.plan(active, len(raw))
-    mode = trace.mode
-    saved: list[Any] = []
-    for i, r in enumerate(raw):
-        kind = type(r)
-        if need[i]:
-            if kind is np.ndarray or kind is list:
-                twin = None
-                for j in range(i):  # x * x reads one array twice: save it once
-                    if raw[j] is r and need[j]:
-                        twin = saved[j]
-                        break
-                saved.append(twin if twin is not None else save_value(r, args[i], node, mode))
-            else:
-                saved.append(r)  # an immutable scalar (or a parameter) is its own copy
-        elif kind is np.ndarray:
-            saved.append(Meta(r.shape, r.dtype))
-        else:
-            saved.append(owned_value(r))  # a shape list, an index tuple: the user may change it
-    saved.append(None)
-    node.saved = tuple(saved)
-    if kwargs and rule.params:
-        node.kwargs = owned_value(kwargs)
-    tape.nodes.append(node)
-    return node, need_ans
-
-
-def owned_value(value: Any) -> Any:
-    """``value`` with every mutable array in it copied, for a pullback to read later.
-
-    A ``where=`` mask, an index array or a fill value reaches a rule as a raw
-    ndarray (or a WrappedArray that carries no gradient) that the program may
-    overwrite after the call, in any mode: nothing versions it for the rule,
-    so the engine keeps its own copy. Containers are rebuilt, so a list the
-    program appends to afterwards is not the one the pullback reads.
-    """
-    if not _mutable(value):
-        return value  # the common case: axis=, keepdims=, a dtype
-    kind = type(value)
-    if kind is np.ndarray:
-        return value.copy()
-    if kind is list or kind is tuple:
-        return kind(owned_value(v) for v in value)
-    if kind is dict:
-        return {k: owned_value(v) for k, v in value.items()}
-    data = value._data  # a WrappedValue
-    return data.copy() if type(data) is np.ndarray else data
-
-
-def _mutable(value: Any) -> bool:
-    """Whether ``value`` holds an array or a container the program could change later."""
-    kind = type(value)
-    if kind is np.ndarray or kind is list or getattr(kind, "_mutagrad_traced", False):
-        return True
-    if kind is tuple or kind is dict:
-        for v in value.values() if kind is dict else value:
-            if _mutable(v):
-                return True
-    return False
-
-
 def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
     """Refuse a complex value that carries a derivative: mutagrad differentiates real code only.
 
@@ -1004,23 +930,6 @@ def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
             "Fix: write the computation in real arithmetic (separate real and imaginary "
             "parts), or pass mutagrad.ignore_derivatives(x) if no gradient should flow here."
         )
-
-
-def save_output(node: Node, wrapped: Any, mode: Any) -> None:
-    """Fill the output slot of ``node.saved`` with the (wrapped) output."""
-    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, mode))
-
-
-def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
-    if type(raw) is np.ndarray:
-        if hasattr(arg, "_mutagrad_traced"):
-            return capture(arg, raw, node, mode)
-        # A raw ndarray lies outside the version system: keep a private copy.
-        node.tape.guard_bytes += raw.nbytes
-        return raw.copy()
-    if isinstance(raw, list):
-        return np.array(raw)
-    return raw
 
 
 # A WrappedArray flag (see mutagrad.core.wrapped): np.asarray handed the array's

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
+from mutagrad.core.record import new_node, push
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY
@@ -110,7 +111,6 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     tape = trace.tape
     # Frame 1 is WrappedArray.__getitem__; frame 2 the user's, usually.
     site = user_site_from(_getframe(2))
-    node = Node(GETITEM, (n,), tape, n.tag, result.shape, result.dtype, site)
-    node.saved = (key, basic)  # what the pullback reads: no array of x's
-    tape.nodes.append(node)
+    node = new_node(GETITEM, (n,), tape, n.tag, result, site)
+    push(node, (key, basic))  # what the pullback reads: no array of x's
     return wrap(result, node)

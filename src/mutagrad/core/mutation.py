@@ -33,10 +33,9 @@ from mutagrad.core.engine import (
     Trace,
     VjpRule,
     WriteRecord,
-    record,
     refuse_complex,
-    save_output,
 )
+from mutagrad.core.record import new_node, push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import Site, format_site, user_site, with_article
 from mutagrad.core.tangents import Region, copy_keeping_layout, layout_buffer
@@ -60,6 +59,7 @@ from mutagrad.core.wrapped import (
     is_active,
     missing_rule_message,
     node_of,
+    operand,
     stack_sequence,
     truncates,
     unwrap,
@@ -314,8 +314,8 @@ def commit(
         data = base._data
         if site is None:
             site = user_site()
-        node = Node(WRITE, (old_node, value_node), tape, tag, data.shape, data.dtype, site)
-        node.kwargs = {
+        node = new_node(WRITE, (old_node, value_node), tape, tag, data, site)
+        kwargs = {
             "view": place,
             "base": data,
             "kind": kind,
@@ -323,8 +323,7 @@ def commit(
             "winners": winners,
             "element": element,
         }
-        tape.nodes.append(node)
-        base._node = node
+        base._node = push(node, (), kwargs)
     tape.touch(base)
 
 
@@ -515,15 +514,9 @@ def write_in_place(
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     inputs = tuple(array_like(a) for a in inputs)
-    raw = []
-    nodes: list[Node | None] = []
-    for a in inputs:
-        if isinstance(a, WrappedValue):
-            raw.append(a._data)
-            nodes.append(node_of(a, tape) if tape is not None else None)
-        else:
-            raw.append(a)
-            nodes.append(None)
+    resolved = [operand(a, tape) for a in inputs]
+    raw = [r for r, _ in resolved]
+    nodes = [n for _, n in resolved]
     target = out._data
     node = None
     need_ans = False
@@ -533,7 +526,7 @@ def write_in_place(
         assert trace is not None
         if base._flags & EXPORTED:
             _refuse_exported(None)
-        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace)
+        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, user_site())
     write = _write_record(base, operation, Ellipsis, target, trace)
     invalidate(base, target, write, node)
     perform(raw, target)

@@ -37,11 +37,8 @@ from mutagrad.core.engine import (
     Node,
     Rule,
     VjpRule,
-    capture,
-    record,
-    save_output,
-    save_value,
 )
+from mutagrad.core.record import new_node, owned_value, push, record, record1, record2, save_output
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
     describe_conversion,
@@ -51,7 +48,6 @@ from mutagrad.core.sites import (
     user_site,
     user_site_from,
 )
-from mutagrad.core.tangents import Meta
 from mutagrad.errors import (
     MissingRuleError,
     MutagradError,
@@ -652,8 +648,12 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     )
 
 
-def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
-    """The raw value of an operand and its node on ``tape`` (None for a constant)."""
+def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
+    """The raw value of an operand and its node on ``tape`` (None for a constant).
+
+    The one place an argument of a recorded operation is resolved: a view
+    reads its base's current node (:func:`node_of`).
+    """
     if not isinstance(x, WrappedValue):
         return x, None
     if tape is None:
@@ -664,13 +664,6 @@ def _operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     return x._data, node_of(x, tape)
 
 
-def _saved_operand(raw: Any, arg: Any, needed: bool, node: Node, mode: Any) -> Any:
-    kind = type(raw)
-    if needed:
-        return save_value(raw, arg, node, mode) if kind is np.ndarray or kind is list else raw
-    return Meta(raw.shape, raw.dtype) if kind is np.ndarray else raw
-
-
 def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
 
@@ -679,21 +672,21 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
-    # _operand, inlined for the common case of a WrappedArray that is not a view.
+    # operand, inlined for the common case of a WrappedArray that is not a view.
     if isinstance(a, WrappedValue) and a._base is None and tape is not None:
         ra = a._data
         na = a._node
         if na is not None and na.tape is not tape:
             na = None
     else:
-        ra, na = _operand(a, tape)
+        ra, na = operand(a, tape)
     if isinstance(b, WrappedValue) and b._base is None and tape is not None:
         rb = b._data
         nb = b._node
         if nb is not None and nb.tape is not tape:
             nb = None
     else:
-        rb, nb = _operand(b, tape)
+        rb, nb = operand(b, tape)
     result = pyop(ra, rb)
     if na is None and nb is None:
         return wrap_constant(result, (a, b), (ra, rb))
@@ -706,50 +699,19 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a, b), (ra, rb))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    if na is None:
-        active, tag = 2, nb.tag  # type: ignore[union-attr]
-    elif nb is None:
-        active, tag = 1, na.tag
-    else:
-        active, tag = 3, na.tag | nb.tag
-    # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
-    need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
-    site = user_site_from(_getframe(2))
-    if result.dtype.kind == "c":
-        engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
-    node = Node(rule, (na, nb), tape, tag, result.shape, result.dtype, site)
-    mode = trace.mode
-    # _saved_operand, inlined for the common cases: an array not read (its
-    # shape), a WrappedArray read (a capture) and a Python number.
-    kind = type(ra)
-    if not need[0]:
-        saved_a = Meta(ra.shape, ra.dtype) if kind is np.ndarray else ra
-    elif kind is np.ndarray and isinstance(a, WrappedValue):
-        saved_a = capture(a, ra, node, mode)
-    else:
-        saved_a = _saved_operand(ra, a, True, node, mode)
-    kind = type(rb)
-    if not need[1]:
-        saved_b = Meta(rb.shape, rb.dtype) if kind is np.ndarray else rb
-    elif need[0] and rb is ra:
-        saved_b = saved_a  # x * x: one array, saved once
-    elif kind is np.ndarray and isinstance(b, WrappedValue):
-        saved_b = capture(b, rb, node, mode)
-    else:
-        saved_b = _saved_operand(rb, b, True, node, mode)
-    node.saved = (saved_a, saved_b, None)
-    tape.nodes.append(node)  # type: ignore[union-attr]
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
+                             user_site_from(_getframe(2)))  # fmt: skip
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, mode)
+        save_output(node, out, trace.mode)
     return out
 
 
 def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     """``<op> a`` or ``ufunc(a)``: :func:`_binary` for one operand."""
     trace = STATE.get()
-    ra, na = _operand(a, trace.tape if trace is not None else None)
+    ra, na = operand(a, trace.tape if trace is not None else None)
     result = pyop(ra)
     if na is None:
         return wrap_constant(result, (a,), (ra,))
@@ -762,18 +724,11 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a,), (ra,))
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    # 0x10001 is plan_key(1, 1): the operand is active.
-    need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
     site = user_site_from(_getframe(2))  # as in _binary
-    if result.dtype.kind == "c":
-        engine.refuse_complex(result.dtype, f"np.{ufunc.__name__}", site)
-    node = Node(rule, (na,), trace.tape, na.tag, result.shape, result.dtype, site)
-    mode = trace.mode
-    node.saved = (_saved_operand(ra, a, need[0], node, mode), None)
-    trace.tape.nodes.append(node)
+    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, mode)
+        save_output(node, out, trace.mode)
     return out
 
 
@@ -875,9 +830,8 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
     if n is not None and w._version == base._version and n.tape is tape and n.inputs[0] is bn:
         return n
     data = w._data
-    n = Node(VIEW_READ, (bn,), tape, bn.tag, data.shape, data.dtype, user_site(2))
-    n.saved = (data, base._data, base._version, base)
-    tape.nodes.append(n)
+    n = push(new_node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
+             (data, base._data, base._version, base))  # fmt: skip
     w._node = n
     w._version = base._version
     return n
@@ -1076,8 +1030,8 @@ def apply(
     active = False
     for a in args:
         if isinstance(a, WrappedValue):
-            raw.append(a._data)
-            n = node_of(a, tape) if tape is not None else None
+            r, n = operand(a, tape)
+            raw.append(r)
             if n is not None:
                 active = True
             nodes.append(n)
@@ -1098,7 +1052,7 @@ def apply(
     if not active or truncates(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
-    node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace)
+    node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace, user_site())
     out = wrap(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
@@ -1177,7 +1131,7 @@ def raise_as_numpy_would(
     for numpy's own error: it becomes a MutagradError naming the function.
     """
     try:
-        func(*engine.owned_value(unwrap(tuple(args))), **engine.owned_value(unwrap(kwargs)))
+        func(*owned_value(unwrap(tuple(args))), **owned_value(unwrap(kwargs)))
     except Exception:
         raise error from None
     raise NotDifferentiableError(

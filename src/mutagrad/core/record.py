@@ -1,0 +1,270 @@
+"""Recording: how a forward operation becomes a node on the tape.
+
+This module is the one recording path. Every :class:`Node` is made by
+:func:`new_node` and put on the tape by :func:`push`; every operand is
+resolved to its raw value and node by :func:`mutagrad.core.wrapped.operand`
+(the array type knows its views); what a pullback may
+read later is decided by one save policy (:func:`save_value`,
+:func:`save_output`, :func:`owned_value`); inputs of a gradient call get
+their node from :func:`input_node`.
+
+:func:`record` records a rule applied to any number of arguments. One and
+two arguments, the arithmetic of every traced loop, take :func:`record1` and
+:func:`record2`: the same policy unrolled, the only implementation for
+those counts (the operator fast path in :mod:`mutagrad.core.wrapped` calls
+them directly).
+
+What is saved for an argument the pullbacks read:
+
+* an array in a WrappedArray: a :class:`Capture` (its memory, versioned:
+  a later overlapping write poisons or snapshots it, by the mode's policy);
+* a raw ndarray or a list: a private copy (nothing versions writes to it);
+* an immutable scalar: itself.
+
+An argument the pullbacks do not read keeps its shape and dtype (a
+:class:`Meta`) or, for a Python value such as an index tuple, an owned copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mutagrad.core.engine import (
+    IDENTITY,
+    LEAF,
+    Node,
+    Rule,
+    Tape,
+    Trace,
+    VjpRule,
+    capture,
+    refuse_complex,
+)
+from mutagrad.core.sites import Site
+from mutagrad.core.tangents import Meta
+
+
+def new_node(
+    rule: Rule,
+    inputs: tuple[Node | None, ...],
+    tape: Tape,
+    tag: int,
+    value: Any,
+    site: Site | None,
+    operation: str | None = None,
+) -> Node:
+    """The node of ``rule`` producing ``value`` (lends its shape and dtype) from ``inputs``.
+
+    A complex value that carries a derivative is refused here, for every
+    kind of node: no rule was written for complex derivatives.
+    """
+    dtype = value.dtype
+    if dtype.kind == "c":
+        refuse_complex(dtype, operation or f"np.{rule.name}", site)
+    return Node(rule, inputs, tape, tag, value.shape, dtype, site)
+
+
+def push(node: Node, saved: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Node:
+    """Put ``node`` on its tape with what its pullback reads (``saved``, ``kwargs``).
+
+    The node goes on the tape only once its saves are made: a save that
+    raises leaves no half-made node behind.
+    """
+    node.saved = saved
+    if kwargs is not None:
+        node.kwargs = kwargs
+    node.tape.nodes.append(node)
+    return node
+
+
+def input_node(tape: Tape, bit: int, outer: Node | None, value: Any) -> Node:
+    """The node of an input of the call at level ``bit``: a leaf, or linked to ``outer``.
+
+    ``outer`` is the value's node in an enclosing gradient call, through
+    which the inner call's gradient flows on when the enclosing one is
+    differentiated.
+    """
+    if outer is None:
+        node = Node(LEAF, (), tape, bit, value.shape, value.dtype, None)
+    else:
+        node = Node(IDENTITY, (outer,), tape, bit | outer.tag, value.shape, value.dtype, None)
+    return push(node, ())
+
+
+def record(
+    rule: VjpRule,
+    args: tuple[Any, ...],
+    raw: list[Any],
+    nodes: list[Node | None],
+    result: Any,
+    kwargs: dict[str, Any] | None,
+    trace: Trace,
+    site: Site | None,
+) -> tuple[Node, bool]:
+    """Record ``rule`` applied to ``args`` (some traced) producing ``result``.
+
+    Returns the node and whether the pullbacks read the output, whose slot
+    :func:`save_output` fills once the output is wrapped. ``result`` only
+    lends its shape and dtype (an in-place operation passes its destination
+    before writing).
+    """
+    n = len(raw)
+    if n == 2:
+        return record2(rule, args[0], args[1], raw[0], raw[1], nodes[0], nodes[1], result,
+                       kwargs, trace, site)  # fmt: skip
+    if n == 1:
+        return record1(rule, args[0], raw[0], nodes[0], result, kwargs, trace, site)
+    tag = 0
+    active = 0
+    for i, node in enumerate(nodes):
+        if node is not None:
+            tag |= node.tag
+            active |= 1 << i
+    node = new_node(rule, tuple(nodes), trace.tape, tag, result, site)
+    need, need_ans = rule.plan(active, n)
+    mode = trace.mode
+    saved: list[Any] = []
+    for i, r in enumerate(raw):
+        if not need[i]:
+            saved.append(_shape_only(r))
+            continue
+        twin = None
+        if type(r) is np.ndarray or type(r) is list:
+            for j in range(i):  # x * x reads one array twice: save it once
+                if raw[j] is r and need[j]:
+                    twin = saved[j]
+                    break
+        saved.append(twin if twin is not None else save_value(r, args[i], node, mode))
+    saved.append(None)
+    push(node, tuple(saved), _owned_kwargs(rule, kwargs))
+    return node, need_ans
+
+
+def record2(
+    rule: VjpRule,
+    a: Any,
+    b: Any,
+    ra: Any,
+    rb: Any,
+    na: Node | None,
+    nb: Node | None,
+    result: Any,
+    kwargs: dict[str, Any] | None,
+    trace: Trace,
+    site: Site | None,
+) -> tuple[Node, bool]:
+    """:func:`record` for two arguments ``a``, ``b`` (raw ``ra``, ``rb``; nodes ``na``, ``nb``)."""
+    if na is None:
+        active, tag = 2, nb.tag  # type: ignore[union-attr]
+    elif nb is None:
+        active, tag = 1, na.tag
+    else:
+        active, tag = 3, na.tag | nb.tag
+    # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
+    need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
+    node = new_node(rule, (na, nb), trace.tape, tag, result, site)
+    mode = trace.mode
+    # save_value, inlined for the common case of a WrappedArray read (a capture).
+    if not need[0]:
+        saved_a = _shape_only(ra)
+    elif type(ra) is np.ndarray and hasattr(a, "_mutagrad_traced"):
+        saved_a = capture(a, ra, node, mode)
+    else:
+        saved_a = save_value(ra, a, node, mode)
+    if not need[1]:
+        saved_b = _shape_only(rb)
+    elif need[0] and rb is ra and (type(ra) is np.ndarray or type(ra) is list):
+        saved_b = saved_a  # x * x: one array, saved once
+    elif type(rb) is np.ndarray and hasattr(b, "_mutagrad_traced"):
+        saved_b = capture(b, rb, node, mode)
+    else:
+        saved_b = save_value(rb, b, node, mode)
+    push(node, (saved_a, saved_b, None), _owned_kwargs(rule, kwargs) if kwargs else None)
+    return node, need_ans
+
+
+def record1(
+    rule: VjpRule,
+    a: Any,
+    ra: Any,
+    na: Node,
+    result: Any,
+    kwargs: dict[str, Any] | None,
+    trace: Trace,
+    site: Site | None,
+) -> tuple[Node, bool]:
+    """:func:`record` for one argument ``a`` (raw ``ra``, node ``na``)."""
+    # 0x10001 is plan_key(1, 1): the argument is active.
+    need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
+    node = new_node(rule, (na,), trace.tape, na.tag, result, site)
+    saved = save_value(ra, a, node, trace.mode) if need[0] else _shape_only(ra)
+    push(node, (saved, None), _owned_kwargs(rule, kwargs) if kwargs else None)
+    return node, need_ans
+
+
+def _shape_only(raw: Any) -> Any:
+    """What is kept of an argument the pullbacks do not read: its shape, or an owned copy."""
+    kind = type(raw)
+    if kind is np.ndarray:
+        return Meta(raw.shape, raw.dtype)
+    if kind is float or kind is int or kind is np.float64:
+        return raw
+    return owned_value(raw)  # a shape list, an index tuple: the user may change it
+
+
+def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    return owned_value(kwargs) if kwargs and rule.params else None
+
+
+def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
+    """What ``node``'s pullback reads later of the value ``raw`` (of argument ``arg``)."""
+    if type(raw) is np.ndarray:
+        if hasattr(arg, "_mutagrad_traced"):
+            return capture(arg, raw, node, mode)
+        # A raw ndarray lies outside the version system: keep a private copy.
+        node.tape.guard_bytes += raw.nbytes
+        return raw.copy()
+    if isinstance(raw, list):
+        return np.array(raw)
+    return raw
+
+
+def save_output(node: Node, wrapped: Any, mode: Any) -> None:
+    """Fill the output slot of ``node.saved`` with the (wrapped) output."""
+    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, mode))
+
+
+def owned_value(value: Any) -> Any:
+    """``value`` with every mutable array in it copied, for a pullback to read later.
+
+    A ``where=`` mask, an index array or a fill value reaches a rule as a raw
+    ndarray (or a WrappedArray that carries no gradient) that the program may
+    overwrite after the call, in any mode: nothing versions it for the rule,
+    so the engine keeps its own copy. Containers are rebuilt, so a list the
+    program appends to afterwards is not the one the pullback reads.
+    """
+    if not _mutable(value):
+        return value  # the common case: axis=, keepdims=, a dtype
+    kind = type(value)
+    if kind is np.ndarray:
+        return value.copy()
+    if kind is list or kind is tuple:
+        return kind(owned_value(v) for v in value)
+    if kind is dict:
+        return {k: owned_value(v) for k, v in value.items()}
+    data = value._data  # a WrappedValue
+    return data.copy() if type(data) is np.ndarray else data
+
+
+def _mutable(value: Any) -> bool:
+    """Whether ``value`` holds an array or a container the program could change later."""
+    kind = type(value)
+    if kind is np.ndarray or kind is list or getattr(kind, "_mutagrad_traced", False):
+        return True
+    if kind is tuple or kind is dict:
+        for v in value.values() if kind is dict else value:
+            if _mutable(v):
+                return True
+    return False
