@@ -115,6 +115,45 @@ def _can_freeze(x: np.ndarray) -> bool:
     return True
 
 
+class Frozen:
+    """Caller's ndarrays made read-only while a call runs, and writeable again after.
+
+    The one place mutagrad changes a caller's array's flags: a gradient call
+    freezes its array arguments, ``checkpointed`` the ndarrays its function
+    can reach, so that a write to them by name raises as numpy raises.
+    """
+
+    __slots__ = ("arrays",)
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.arrays)
+
+    def freeze(self, x: np.ndarray) -> bool:
+        """Make ``x`` and the arrays it views read-only; False if that could not be undone."""
+        if x.base is None:  # the common case: the caller's own array
+            if x.flags.writeable:
+                x.flags.writeable = False
+                self.arrays.append(x)
+            return True
+        if not _can_freeze(x):
+            return False
+        a: Any = x
+        while isinstance(a, np.ndarray):
+            if a.flags.writeable:  # not frozen already (by this call or an enclosing one)
+                a.flags.writeable = False
+                self.arrays.append(a)
+            a = a.base
+        return True
+
+    def thaw(self) -> None:
+        for a in reversed(self.arrays):
+            a.flags.writeable = True
+        self.arrays = []
+
+
 class GradientCall:
     """One differentiation call: wrapped inputs, the trace, and the caller's arrays.
 
@@ -165,7 +204,7 @@ class GradientCall:
         self.tape = tape
         self.trace = trace
         self.start = len(tape.nodes)
-        self.frozen: list[np.ndarray] = []
+        self.frozen = Frozen()
         self.borrow = borrow
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
         # Every array argument, its fingerprint on entry (checked when f returns)
@@ -205,17 +244,16 @@ class GradientCall:
                 and (flags.c_contiguous or flags.f_contiguous)
             ):  # the common case, _borrowable(x) spelled out: the caller's own array
                 w = self._borrow(x)
-                flags.writeable = False
-                self.frozen.append(x)
+                self.frozen.freeze(x)
             elif self.borrow and _borrowable(x):
                 w = self._borrow(x)
-                self._freeze(x)
+                self.frozen.freeze(x)
             else:
                 w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
                 if not flags.writeable:
                     w._data.flags.writeable = False  # numpy would refuse f's writes to it
-                elif _can_freeze(x):
-                    self._freeze(x)
+                else:
+                    self.frozen.freeze(x)
             self.watched.append((x, fingerprint(x), w))
         elif not _is_differentiable_leaf(x):
             self.inputs.append(None)
@@ -274,20 +312,9 @@ class GradientCall:
             release_parameter(w, self.tape)
         self._claimed = []
 
-    def _freeze(self, x: np.ndarray) -> None:
-        """Make the caller's array (and the arrays it views) read-only for the call."""
-        a: Any = x
-        frozen = self.frozen
-        while isinstance(a, np.ndarray):
-            if a.flags.writeable:  # not frozen by this call already
-                a.flags.writeable = False
-                frozen.append(a)
-            a = a.base
-
     def thaw(self) -> None:
-        for a in reversed(self.frozen):
-            a.flags.writeable = True
-        self.frozen = []
+        """Give the caller's arrays their flags back."""
+        self.frozen.thaw()
 
     def run(self, f: Callable[..., Any], kwargs: dict[str, Any] | None = None) -> Any:
         """Call ``f`` on the traced arguments; ``kwargs`` pass through untraced."""

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import GradientCall, _input_gradient, ignore_derivatives
+from mutagrad.api import Frozen, GradientCall, _input_gradient, ignore_derivatives
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     STATE,
@@ -62,6 +62,7 @@ from mutagrad.core.engine import (
     Trace,
     WriteRecord,
     capture,
+    read_only,
 )
 from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, new_node, push
@@ -91,9 +92,7 @@ class HookRule(Rule):
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (inp,) = node.inputs
         assert node.kwargs is not None
-        if isinstance(g, np.ndarray):
-            g = g.view()
-            g.flags.writeable = False  # it may be shared with other nodes' cotangents
+        g = read_only(g)  # it may be shared with other nodes' cotangents
         replaced = node.kwargs["fn"](g)
         if inp.tag & bk.bit:
             bk.accumulate(inp, g if replaced is None else replaced)
@@ -230,24 +229,6 @@ def reachable_values(
             continue
         stack.extend((child, depth + 1) for child in _children(obj))
     return list(wrapped.values()), list(scalars.values()), list(raw.values())
-
-
-class _ReadOnly:
-    """Make raw ndarrays (and the arrays they view) read-only for a block."""
-
-    def __init__(self, arrays: list[np.ndarray]):
-        self.frozen: list[np.ndarray] = []
-        for a in arrays:
-            while isinstance(a, np.ndarray):
-                if a.flags.writeable and not any(a is f for f in self.frozen):
-                    a.flags.writeable = False
-                    self.frozen.append(a)
-                a = a.base
-
-    def restore(self) -> None:
-        for a in reversed(self.frozen):
-            a.flags.writeable = True
-        self.frozen = []
 
 
 # ---------------------------------------------------------------------------
@@ -459,12 +440,14 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     argument_versions = [(w, w._version) for w in segment_args if isinstance(w, WrappedArray)]
     bound = _bind(closed, tape, segment.bit, [None] * len(closed))
     # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
-    read_only = _ReadOnly(raw + [x for x in leaves if isinstance(x, np.ndarray)])
+    read_only = Frozen()
+    for a in raw + [x for x in leaves if isinstance(x, np.ndarray)]:
+        read_only.freeze(a)
     token = STATE.set(segment)
     try:
         out = f(*received)
     except ValueError as error:
-        if "read-only" in str(error) and read_only.frozen:
+        if "read-only" in str(error) and read_only:
             raise _write_refused(
                 name,
                 site,
@@ -474,7 +457,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         raise
     finally:
         STATE.reset(token)
-        read_only.restore()
+        read_only.thaw()
         _unbind(bound)
         if own_journal:
             tape.journal = None

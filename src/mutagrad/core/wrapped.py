@@ -977,11 +977,7 @@ def _read_only(value: Any) -> Any:
     raises "assignment destination is read-only" instead.
     """
     if isinstance(value, WrappedValue):
-        data = value._data
-        if type(data) is np.ndarray and data.flags.writeable:
-            data = data.view()
-            data.flags.writeable = False
-        return data
+        return engine.read_only(value._data)
     if type(value) in (list, tuple):
         return type(value)(_read_only(v) for v in value)
     if type(value) is dict:
