@@ -29,7 +29,7 @@ from mutagrad.api import (
     withgradient,
 )
 from mutagrad.buffer import Buffer
-from mutagrad.control import checkpointed, hook
+from mutagrad.checkpoint import checkpointed
 from mutagrad.core.engine import ANS
 from mutagrad.core.tangents import NoTangent, ZeroTangent
 from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
@@ -47,6 +47,7 @@ from mutagrad.errors import (
 )
 from mutagrad.explain import Explanation, explain
 from mutagrad.higher import WithJacobian, diaghessian, hessian_reverse, withjacobian
+from mutagrad.hook import hook
 from mutagrad.params import Grads, Params
 
 # jacobian and hessian have two faces: jacobian(f, x) is Zygote's, jacobian(f) JAX's.

@@ -159,7 +159,7 @@ class GradientCall:
 
     Every entry point builds one: ``gradient`` and ``withgradient`` here, the
     Jacobians in :mod:`mutagrad.higher`, ``checkpointed`` and ``hook`` in
-    :mod:`mutagrad.control`, :func:`mutagrad.explain`, and, through
+    :mod:`mutagrad.checkpoint` and :mod:`mutagrad.hook`, :func:`mutagrad.explain`, and, through
     ``call_with_gradient``, the transforms.
 
     With ``params`` (implicit parameters) the call has no arguments; each

@@ -45,7 +45,9 @@ _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "buffer.py"),
     os.path.join(_PACKAGE_DIR, "higher.py"),
     os.path.join(_PACKAGE_DIR, "params.py"),
-    os.path.join(_PACKAGE_DIR, "control.py"),
+    os.path.join(_PACKAGE_DIR, "checkpoint.py"),
+    os.path.join(_PACKAGE_DIR, "hook.py"),
+    os.path.join(_PACKAGE_DIR, "reachable.py"),
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
     "<__array_function__",
 )

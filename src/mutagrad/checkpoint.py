@@ -1,4 +1,4 @@
-"""Derivative control: ``checkpointed``, ``hook``, ``ignore_derivatives``, ``non_differentiable``.
+"""``checkpointed``: a block recomputed in the backward pass instead of keeping its intermediates.
 
 ``checkpointed(f, *args)`` returns ``f(*args)`` but keeps none of the values
 ``f``'s pullbacks would read: the tape holds one node, whose pullback runs
@@ -36,22 +36,16 @@ extension's state) are not watched; a write to them is caught only if it
 changes the recomputed value. In snapshot mode a later write to a watched
 array that the recomputation reads raises SnapshotUnavailableError (the
 recomputation reads the array itself, not a copy).
-
-``hook(fn, x)`` returns (a copy of) ``x`` and calls ``fn`` on its cotangent in
-the backward pass; ``fn`` may return a replacement cotangent.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from mutagrad.api import Frozen, GradientCall, _input_gradient, ignore_derivatives
+from mutagrad.api import Frozen, GradientCall, _input_gradient
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     STATE,
@@ -62,7 +56,6 @@ from mutagrad.core.engine import (
     Trace,
     WriteRecord,
     capture,
-    read_only,
 )
 from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, new_node, push
@@ -72,167 +65,12 @@ from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
     BORROWED,
     WrappedArray,
-    WrappedScalar,
     WrappedValue,
     node_of,
     wrap,
 )
-from mutagrad.custom import non_differentiable
 from mutagrad.errors import MutagradError
-
-# ---------------------------------------------------------------------------
-# hook
-
-
-class HookRule(Rule):
-    """Identity in the forward pass; calls the user's function on the cotangent."""
-
-    __slots__ = ()
-
-    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
-        (inp,) = node.inputs
-        assert node.kwargs is not None
-        g = read_only(g)  # it may be shared with other nodes' cotangents
-        replaced = node.kwargs["fn"](g)
-        if inp.tag & bk.bit:
-            bk.accumulate(inp, g if replaced is None else replaced)
-
-
-HOOK = HookRule("hook")
-
-
-def hook(fn: Callable[[Any], Any], x: Any) -> Any:
-    """``x`` in the forward pass; in the backward pass, call ``fn`` on ``x``'s cotangent.
-
-    If ``fn`` returns something other than None, that replaces the cotangent
-    (``hook(lambda g: np.clip(g, -1, 1), x)`` clips the gradient flowing
-    into ``x``). ``fn`` sees a read-only array; it is called once per backward
-    sweep that reaches ``x`` (once per output element in a Jacobian) and not
-    at all when no gradient reaches ``x``. Outside a gradient call, or for a
-    value that carries no gradient, ``hook`` returns ``x`` itself; otherwise
-    it returns a copy of ``x`` that carries the hook.
-    """
-    trace = STATE.get()
-    if not isinstance(x, WrappedValue):
-        leaves, _ = flatten(x)
-        if trace is not None and any(isinstance(leaf, WrappedValue) for leaf in leaves):
-            raise TypeError(
-                f"hook takes one array or number, not a {type(x).__name__}; hook each "
-                "element separately"
-            )
-        return x
-    if trace is None:
-        return x
-    source = node_of(x, trace.tape)
-    if source is None:
-        return x
-    data = x._data
-    node = new_node(HOOK, (source,), trace.tape, source.tag, data, user_site())
-    push(node, (), {"fn": fn})
-    return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)
-
-
-# ---------------------------------------------------------------------------
-# What a function can reach: the arrays ``checkpointed`` watches.
-
-_MAX_DEPTH = 6
-_MAX_OBJECTS = 20_000
-_ATOMS = (str, bytes, int, float, complex, bool, type(None), np.generic, type, range, slice)
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
-
-
-def _is_library(obj: Any) -> bool:
-    module = getattr(obj, "__module__", None) or ""
-    return module.split(".")[0] in ("numpy", "mutagrad", "builtins", "functools", "attr", "attrs")
-
-
-def _children(obj: Any) -> list[Any]:
-    """The objects ``obj`` refers to that code running it could reach."""
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        return list(obj)
-    if isinstance(obj, dict):
-        return list(obj.values())
-    if isinstance(obj, functools.partial):
-        return [obj.func, *obj.args, *obj.keywords.values()]
-    if isinstance(obj, types.MethodType):
-        return [obj.__self__, obj.__func__]
-    if isinstance(obj, types.FunctionType):
-        if _is_library(obj):
-            return []
-        found: list[Any] = list(obj.__defaults__ or ())
-        found += list((obj.__kwdefaults__ or {}).values())
-        for cell in obj.__closure__ or ():
-            with contextlib.suppress(ValueError):  # an empty cell
-                found.append(cell.cell_contents)
-        names = _code_names(obj.__code__)
-        for name in names:
-            if name in obj.__globals__:
-                value = obj.__globals__[name]
-                if isinstance(value, types.ModuleType):
-                    # module.attribute: only the attributes this code names
-                    found += [getattr(value, n) for n in names if n in vars(value)]
-                else:
-                    found.append(value)
-        wrapped = getattr(obj, "__wrapped__", None)
-        if wrapped is not None:
-            found.append(wrapped)
-        return found
-    if isinstance(obj, (types.ModuleType, types.BuiltinFunctionType, np.ufunc)) or _is_library(
-        type(obj)
-    ):
-        return []
-    found = []
-    if hasattr(obj, "__dict__"):
-        found += list(vars(obj).values())
-    for cls in type(obj).__mro__:
-        for slot in getattr(cls, "__slots__", ()):
-            if isinstance(slot, str) and hasattr(obj, slot):
-                found.append(getattr(obj, slot))
-    call_method = vars(type(obj)).get("__call__")
-    if isinstance(call_method, types.FunctionType):
-        found.append(call_method)
-    return found
-
-
-def reachable_values(
-    root: Any,
-) -> tuple[list[WrappedArray], list[WrappedScalar], list[np.ndarray]]:
-    """WrappedArray bases, WrappedScalars and raw ndarrays reachable from ``root`` (bounded)."""
-    wrapped: dict[int, WrappedArray] = {}
-    scalars: dict[int, WrappedScalar] = {}
-    raw: dict[int, np.ndarray] = {}
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(root, 0)]
-    while stack and len(seen) < _MAX_OBJECTS:
-        obj, depth = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, WrappedArray):
-            base = obj._base if obj._base is not None else obj
-            wrapped[id(base)] = base
-            continue
-        if isinstance(obj, WrappedScalar):
-            scalars[id(obj)] = obj
-            continue
-        if isinstance(obj, np.ndarray) and obj.dtype != object:
-            raw[id(obj)] = obj
-            continue
-        if isinstance(obj, _ATOMS) or depth >= _MAX_DEPTH:
-            continue
-        stack.extend((child, depth + 1) for child in _children(obj))
-    return list(wrapped.values()), list(scalars.values()), list(raw.values())
-
-
-# ---------------------------------------------------------------------------
-# checkpointed
+from mutagrad.reachable import reachable_values
 
 
 def _function_name(f: Any) -> str:
@@ -593,4 +431,4 @@ def _write_refused(name: str, site: Any, what: str, write_site: Site | None) -> 
     )
 
 
-__all__ = ["checkpointed", "hook", "ignore_derivatives", "non_differentiable"]
+__all__ = ["checkpointed"]
