@@ -68,7 +68,11 @@ def test_statuses(entries):
     assert status["linalg.eig"] == "supported"
     assert status["zeros"] == "non-differentiable"  # no array values in
     reason = {e.name: e.detail for e in entries if e.status == "refused"}
-    assert reason["gradient"] == coverage.CONVERTS  # numpy's code converts its input
+    assert reason["unique"] == coverage.CONVERTS  # numpy's code converts its input
+    # numpy's own code, run on traced arrays by mutagrad.rules.numpy_source
+    assert status["gradient"] == status["cov"] == "traced through"
+    detail = {e.name: e.detail for e in entries}
+    assert "in place" in detail["cov"] and "snapshot mode" in detail["corrcoef"]
     assert reason["fft.rfft"] == coverage.COMPLEX
     assert reason["float64"] == coverage.SCALAR_TYPE
     assert coverage.counts(entries)["supported"] > 200

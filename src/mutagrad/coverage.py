@@ -21,7 +21,15 @@ Each name is
   Python implementation runs on traced arrays and its gradient matches
   central finite differences, and **refused** when mutagrad raises
   ``MissingRuleError``, ``TracerConversionError`` or ``NotDifferentiableError``
-  (the error says why).
+  (the error says why). A function that poison mode refuses with
+  ``PoisonedCaptureError`` (numpy's code overwrites a value a pullback saved)
+  is tried again in snapshot mode, and the table says so.
+
+The functions :mod:`mutagrad.rules.numpy_source` registers (``np.cov``,
+``np.gradient``...) run numpy's own Python code on traced arrays: they are
+tried the same way and are **traced through**, with what numpy's code does.
+A third table lists numpy's Python-level functions (:data:`PYTHON_LEVEL`
+and those) with how each is differentiated, or why it has a rule instead.
 
 Anything else (a wrong gradient, another exception, a name with no sample) is
 a bug, reported by :func:`classify` as a problem and by the command as a
@@ -42,7 +50,13 @@ import numpy as np
 
 from mutagrad.api import gradient
 from mutagrad.core.wrapped import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
-from mutagrad.errors import MissingRuleError, NotDifferentiableError, TracerConversionError
+from mutagrad.errors import (
+    MissingRuleError,
+    NotDifferentiableError,
+    PoisonedCaptureError,
+    TracerConversionError,
+)
+from mutagrad.rules.numpy_source import TRACED
 from mutagrad.testing import check_gradient
 
 START = "<!-- coverage:start -->"
@@ -218,6 +232,39 @@ DECLARED: dict[str, tuple[str, str]] = {
 # Why a tried function was refused, from the error mutagrad raised.
 CONVERTS = "numpy's Python code converts its input to a raw array (np.asarray)"
 NO_RULE = "no rule, and numpy implements it in C"
+POISONED = (
+    "poison mode refuses it (numpy's code overwrites a value a pullback saved); "
+    "snapshot mode differentiates it"
+)
+
+# numpy's Python-level functions (issue 12): how each is differentiated, where the table
+# does not say it already (traced through: mutagrad.rules.numpy_source.TRACED says how).
+KEPT_RULE = "a rule, kept: numpy's code traces too, into more operations on the tape"
+PYTHON_LEVEL: dict[str, str] = {
+    "polyadd": "numpy's code runs on traced arrays as it is",
+    "polysub": "numpy's code runs on traced arrays as it is",
+    "polyval": KEPT_RULE,
+    "polyder": KEPT_RULE,
+    "polyint": KEPT_RULE,
+    "apply_over_axes": KEPT_RULE,
+    "trapezoid": KEPT_RULE,
+    "select": KEPT_RULE,
+    "tril": KEPT_RULE,
+    "triu": KEPT_RULE,
+    "polymul": "a rule: numpy's polymul converts the coefficients inside np.poly1d's methods",
+    "vander": "a rule: numpy's vander runs np.multiply.accumulate(..., out=), which has no rule",
+    "apply_along_axis": "a rule: numpy's code converts its input in C (_array_converter)",
+    "kron": "a rule: numpy's kron reshapes by an ndarray shape, which WrappedArray.reshape refuses",
+    "block": "a rule: numpy's block joins with numpy's C concatenate, which converts",
+    "interp": "a rule: numpy's interp is C code",
+    "tri": "takes no array values",
+    "histogram2d": "numpy's histogramdd reshapes by an ndarray shape, which "
+    "WrappedArray.reshape refuses",
+    "histogramdd": "numpy's histogramdd reshapes by an ndarray shape, which "
+    "WrappedArray.reshape refuses",
+    "kaiser": "np.kaiser has no __array_function__, and its np.array([0.0, M, beta]) "
+    "converts a traced beta",
+}
 
 
 def shared_names(numpy_module: Any, jax_numpy_module: Any) -> set[str]:
@@ -350,7 +397,7 @@ SAMPLES: dict[str, tuple[np.ndarray, Callable[[Any], Any]]] = {
     "fromfunction": (VECTOR, lambda x: np.fromfunction(lambda i, j: x[0] * i + x[1] * j, (2, 3))),
     "polyfit": (VECTOR, lambda x: np.polyfit([0.0, 1.0, 2.0, 3.0], x, 2)),
     "poly": (VECTOR, np.poly),
-    "roots": (VECTOR, lambda x: np.real(np.roots(x))),
+    "roots": (VECTOR, lambda x: np.roots(np.poly(x[:3]))),  # real roots
     "polyadd": (VECTOR, lambda x: np.polyadd(x, x[:2])),
     "polysub": (VECTOR, lambda x: np.polysub(x, x[:2])),
     "polymul": (VECTOR, lambda x: np.polymul(x, x[:2])),
@@ -428,22 +475,32 @@ def try_sample(name: str) -> tuple[str, str]:
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
+        mode, detail = None, ""
         try:
-            gradient(loss, x.copy())
+            try:
+                gradient(loss, x.copy())
+            except PoisonedCaptureError:
+                mode, detail = "snapshot", POISONED
+                gradient(loss, x.copy(), mode=mode)
         except (MissingRuleError, TracerConversionError, NotDifferentiableError) as error:
             return "refused", refusal_reason(error)
         except Exception as error:  # any other error is reported, not raised
             return "problem", f"{type(error).__name__}: {str(error).splitlines()[0]}"
         try:
-            check_gradient(loss, x.copy())
+            check_gradient(loss, x.copy(), mode=mode)
         except AssertionError as error:
             return "problem", "wrong gradient: " + str(error).splitlines()[1].strip()
-    return "traced through", ""
+    return "traced through", detail
 
 
 def status_of(name: str) -> tuple[str, str]:
     """``(status, detail)`` of one function of the table."""
     fn = numpy_function(name)
+    if fn in TRACED:  # the rule runs numpy's own code: tried, as the functions without one
+        status, detail = try_sample(name)
+        if status == "traced through":
+            detail = "; ".join(filter(None, (TRACED[fn].how, detail)))
+        return status, detail
     if fn in UFUNC_RULES or fn in FUNCTION_RULES:
         return "supported", ""
     if fn in NONDIFFERENTIABLE:
@@ -489,6 +546,16 @@ def markdown_table(entries: list[Entry]) -> str:
     lines += ["", "| refused because | functions |", "| --- | --- |"]
     for reason, names in sorted(reasons.items(), key=lambda item: -len(item[1])):
         lines.append(f"| {reason} | " + ", ".join(f"`{n}`" for n in names) + " |")
+    lines += [
+        "",
+        "| numpy's Python-level function | status | how, or why not traced through |",
+        "| --- | --- | --- |",
+    ]
+    for e in entries:
+        traced = e.status == "traced through" and e.detail
+        if traced or e.name in PYTHON_LEVEL:
+            how = e.detail if traced else PYTHON_LEVEL[e.name]
+            lines.append(f"| `{e.name}` | {e.status} | {how} |")
     return "\n".join(lines)
 
 

@@ -236,7 +236,7 @@ NO_RULE = [
     # (name in the message, registry key, call on a traced 2x2 matrix)
     ("np.add.accumulate", (np.add, "accumulate"), lambda x: np.sum(np.add.accumulate(x))),
     # numpy's Python implementation converts its input to a raw array
-    ("np.cov", np.cov, lambda x: np.sum(np.cov(x))),
+    ("np.unique", np.unique, lambda x: np.sum(np.unique(x))),
 ]
 
 

@@ -312,6 +312,16 @@ CASES = [
         (X,),
     ),
     (
+        "numpy_source",
+        "cov gradient polydiv (numpy's code, traced)",
+        lambda x: (
+            quadratic(np.cov(x))
+            + quadratic(np.gradient(x)[1])
+            + quadratic(np.polydiv(x[0], x[1])[0])
+        ),
+        (X,),
+    ),
+    (
         "statistics",
         "median quantile",
         lambda x: quadratic(np.median(x, axis=0) * np.quantile(x, 0.3, axis=0)),

@@ -22,6 +22,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     linalg,
     nanfunctions,
     nondiff,
+    numpy_source,
     rearrange,
     reductions,
     shape,
