@@ -37,12 +37,13 @@ from mutagrad.core.engine import (
     backward,
     collector_paused,
 )
+from mutagrad.core.memory import copy_keeping_layout
 from mutagrad.core.modes import MODE, Mode, mode_named
 from mutagrad.core.mutation import overlaps
 from mutagrad.core.record import input_node
 from mutagrad.core.regions import traced_densify
 from mutagrad.core.sites import with_article
-from mutagrad.core.tangents import SparseCotangent, copy_keeping_layout, cotangent_dtype
+from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
     BORROWED,

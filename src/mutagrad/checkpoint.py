@@ -57,10 +57,10 @@ from mutagrad.core.engine import (
     WriteRecord,
     capture,
 )
+from mutagrad.core.memory import is_dense
 from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, new_node, push
 from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
-from mutagrad.core.tangents import is_dense
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
     BORROWED,

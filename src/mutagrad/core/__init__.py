@@ -2,7 +2,8 @@
 
 Layered bottom up, each module importing only those before it::
 
-    sites, tangents        where code is; cotangents and regions of memory
+    sites, memory,         where code is; where a view sits in its base, layouts;
+    tangents               cotangents (zeros, sparse)
     engine                 tape, nodes, captures, rules, the backward sweep
     record                 the one recording path: every Node made and pushed,
                            what a pullback may read saved (one save policy)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.memory import describe_part, has_layout, owned_copy
 from mutagrad.core.sites import (
     Site,
     format_site,
@@ -57,9 +58,6 @@ from mutagrad.core.tangents import (
     SparseCotangent,
     ZeroTangent,
     cotangent_dtype,
-    describe_part,
-    has_layout,
-    owned_copy,
     unbroadcast,
 )
 from mutagrad.errors import NotDifferentiableError, SnapshotUnavailableError

@@ -35,10 +35,10 @@ from mutagrad.core.engine import (
     WriteRecord,
     refuse_complex,
 )
+from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.record import new_node, push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import Site, format_site, user_site, with_article
-from mutagrad.core.tangents import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.wrapped import (
     BORROWED,
     BUFFER,
@@ -192,7 +192,7 @@ class WrittenElements:
     """The elements an advanced-index or masked write really changes, for exact overlap tests.
 
     ``hits`` is a boolean array laid out like the base (see
-    :class:`~mutagrad.core.tangents.Region`): a capture overlaps the write if
+    :class:`~mutagrad.core.memory.Region`): a capture overlaps the write if
     its region of ``hits`` holds a True. A write that selects nothing, or
     only elements outside a capture, then poisons nothing.
     """

@@ -30,16 +30,8 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule, call_rule
-from mutagrad.core.tangents import (
-    BASIC,
-    REGION,
-    Region,
-    SparseCotangent,
-    cotangent_dtype,
-    has_layout,
-    layout_buffer,
-    owned_copy,
-)
+from mutagrad.core.memory import Region, has_layout, layout_buffer, owned_copy
+from mutagrad.core.tangents import BASIC, REGION, SparseCotangent, cotangent_dtype
 
 NO_INDEX = 0
 BASIC_INDEX = 1

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.indexing import normalize_index
+from mutagrad.core.memory import layout_of
 from mutagrad.core.mutation import assign, refuse_overlapping, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.tangents import layout_of
 from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.tangents import copy_keeping_layout
+from mutagrad.core.memory import copy_keeping_layout
 from mutagrad.core.wrapped import WrappedValue
 
 __all__ = ["directional_derivative", "numerical_gradient"]
