@@ -91,12 +91,12 @@ class _SavedScalar:
 
 
 class CheckpointRule(Rule):
-    """A segment whose pullback recomputes it; ``node.kwargs`` holds ``f`` and its saved inputs."""
+    """A segment whose pullback recomputes it; ``node.aux`` holds ``f`` and its saved inputs."""
 
     __slots__ = ()
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
-        kw = node.kwargs
+        kw = node.aux
         assert kw is not None
         for guard in kw["guards"]:
             guard.read()  # raises PoisonedCaptureError if a watched array was overwritten
@@ -145,7 +145,7 @@ class CheckpointRule(Rule):
         its old value; as an argument it would be saved like any other. For a
         poisoned argument the standard fixes apply (None).
         """
-        kw = capture.node.kwargs
+        kw = capture.node.aux
         assert kw is not None
         if not any(capture is guard for guard in kw["guards"]):
             return None

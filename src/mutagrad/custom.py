@@ -173,8 +173,8 @@ class ClosureRule(Rule):
                 f"Fix: register it with mutagrad.defvjp({self.name}, ...) instead: vjps written "
                 "with numpy are differentiable."
             )
-        assert node.kwargs is not None
-        cots = node.kwargs["pullback"](g)
+        assert node.aux is not None
+        cots = node.aux["pullback"](g)
         if not isinstance(cots, tuple):
             cots = (cots,)
         n = len(node.inputs)

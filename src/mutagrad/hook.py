@@ -35,9 +35,9 @@ class HookRule(Rule):
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (inp,) = node.inputs
-        assert node.kwargs is not None
+        assert node.aux is not None
         g = read_only(g)  # it may be shared with other nodes' cotangents
-        replaced = node.kwargs["fn"](g)
+        replaced = node.aux["fn"](g)
         if inp.tag & bk.bit:
             bk.accumulate(inp, g if replaced is None else replaced)
 

@@ -171,9 +171,15 @@ STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
 
 
 class Node:
-    """One recorded operation; also the identity of the value it produced."""
+    """One recorded operation; also the identity of the value it produced.
 
-    __slots__ = ("dtype", "inputs", "kwargs", "rule", "saved", "shape", "site", "tag", "tape")
+    ``saved`` holds what the vjps read of the arguments and the output (one
+    slot each, in order; see :mod:`mutagrad.core.record`); ``aux`` what the
+    pullback needs besides: a rule's numpy keywords (``axis=``), a write's
+    place, a hook's function, a closure rule's pullback.
+    """
+
+    __slots__ = ("aux", "dtype", "inputs", "rule", "saved", "shape", "site", "tag", "tape")
 
     def __init__(
         self,
@@ -193,7 +199,7 @@ class Node:
         self.dtype = dtype
         self.site = site
         self.saved: tuple[Any, ...] = ()
-        self.kwargs: dict[str, Any] | None = None
+        self.aux: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<Node {self.rule.name} shape={self.shape}>"
@@ -562,7 +568,7 @@ class VjpRule(Rule):
         # node. The general path below, unrolled. mutagrad's vjps return g or
         # fresh arrays (never a saved value); the engine may update a cotangent
         # in place only if it owns it and no other input got it too.
-        kwargs = node.kwargs
+        kwargs = node.aux
         bit = bk.bit
         if n_inputs == 1:
             inp = inputs[0]
@@ -627,7 +633,7 @@ class VjpRule(Rule):
             if not trusted:
                 vals = [read_only(v) for v in vals]
         ans = vals.pop()
-        kwargs = node.kwargs or _NO_KWARGS
+        kwargs = node.aux or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
         first = None

@@ -66,15 +66,15 @@ def new_node(
     return Node(rule, inputs, tape, tag, value.shape, dtype, site)
 
 
-def push(node: Node, saved: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Node:
-    """Put ``node`` on its tape with what its pullback reads (``saved``, ``kwargs``).
+def push(node: Node, saved: tuple[Any, ...], aux: dict[str, Any] | None = None) -> Node:
+    """Put ``node`` on its tape with what its pullback reads (``saved``, ``aux``).
 
     The node goes on the tape only once its saves are made: a save that
     raises leaves no half-made node behind.
     """
     node.saved = saved
-    if kwargs is not None:
-        node.kwargs = kwargs
+    if aux is not None:
+        node.aux = aux
     node.tape.nodes.append(node)
     return node
 

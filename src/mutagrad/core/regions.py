@@ -156,10 +156,10 @@ class ViewReadRule(Rule):
     __slots__ = ()
 
     def region(self, node: Node) -> Region:
-        kwargs = node.kwargs
+        kwargs = node.aux
         if kwargs is None:
             view, base = node.saved[:2]
-            kwargs = node.kwargs = {"region": Region(view, base)}
+            kwargs = node.aux = {"region": Region(view, base)}
         return kwargs["region"]
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
@@ -179,7 +179,7 @@ class WriteRule(Rule):
     """An in-place write of ``value`` into a place of the base.
 
     ``node.inputs`` is ``(old_base, value)``, either may be ``None`` when
-    constant. ``node.kwargs`` holds the place (``view``/``base`` raw arrays
+    constant. ``node.aux`` holds the place (``view``/``base`` raw arrays
     until the region is computed, ``kind``, ``index``) and ``winners``: for
     an advanced index with repeated positions, the mask of the value elements
     numpy actually kept (the last write to a position wins).
@@ -188,7 +188,7 @@ class WriteRule(Rule):
     __slots__ = ()
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
-        kw = node.kwargs
+        kw = node.aux
         assert kw is not None
         element = kw["element"]
         if element is not None and not (bk.recording and bk.needs_recording(node, g)):
