@@ -1,26 +1,58 @@
-"""``import mutagrad.numpy as mnp``: numpy, with constructors that return WrappedArrays.
+"""``import mutagrad.numpy as mnp``: numpy for traced values, as ``autograd.numpy`` is for autograd.
 
-Code that allocates without an array argument (``np.zeros(3)``) gets a raw
-ndarray, which cannot hold traced values. Writing ``mnp.zeros(3)`` instead
-gives a WrappedArray that can. Every other name is numpy's own: numpy
-functions already accept WrappedArrays.
+Plain numpy already accepts WrappedArrays (NEP 18 and NEP 13 send every call
+with one among the arguments to mutagrad). What it cannot see are traced
+values *inside* Python lists and tuples, nor allocations without an array
+argument. This namespace adds both:
+
+* constructors return WrappedArrays, which can hold traced values written
+  into them: ``zeros``, ``ones``, ``empty``, ``full``, ``arange``, ``eye``...;
+* ``array``/``asarray`` (with numpy's ``dtype``, ``copy``, ``order`` and
+  ``ndmin``) stack nested lists and tuples of traced values on the tape, and
+  ``r_``/``c_`` concatenate them as numpy's index tricks do;
+* every other function of numpy, ``numpy.linalg`` and ``numpy.fft`` (ufuncs
+  included) takes a list of traced values wherever numpy takes an
+  array-like: ``mnp.mean([x, x + 2.0])``, ``mnp.linalg.norm([a, b])``. Which
+  arguments are array-likes is numpy's own answer (its NEP 18 dispatcher),
+  so a sequence of arrays keeps its meaning (``mnp.concatenate([x, [a, b]])``
+  stacks ``[a, b]``, not the whole list) and a shape or an axis is left alone;
+* the integer (and boolean) scalar types cast a traced value without
+  differentiating the cast, so ``W[mnp.int64(W[:, -1])]`` indexes; the float
+  types cast it keeping its gradient.
+
+Names not listed here are numpy's own objects.
 """
 
 from __future__ import annotations
 
+import sys
+import types as _types
 from typing import Any
 
 import numpy as _np
 
-from mutagrad.api import array, asarray
 from mutagrad.core.wrapped import WrappedArray as _WrappedArray
+from mutagrad.core.wrapped import WrappedValue as _WrappedValue
+from mutagrad.core.wrapped import holds_wrapped as _holds_wrapped
+from mutagrad.core.wrapped import stack_sequence as _stack_sequence
+from mutagrad.core.wrapped import unwrap as _unwrap
+
+_DISPATCHED_FUNCTION = type(_np.mean)  # a numpy function with NEP 18 dispatch
+_SEQUENCES = (list, tuple)
+
+# ---------------------------------------------------------------------------
+# Constructors that return WrappedArrays.
 
 
 def _constructor(numpy_function: Any) -> Any:
     def make(*args: Any, **kwargs: Any) -> _WrappedArray:
-        return _WrappedArray(numpy_function(*args, **kwargs))
+        if type(numpy_function) is _DISPATCHED_FUNCTION:  # traced endpoints of linspace...
+            result = _call_stacking(numpy_function, args, kwargs)
+        else:
+            result = numpy_function(*args, **kwargs)
+        return result if isinstance(result, _WrappedValue) else _WrappedArray(result)
 
-    make.__name__ = numpy_function.__name__
+    make.__name__ = make.__qualname__ = numpy_function.__name__
     make.__doc__ = f"``np.{numpy_function.__name__}`` returning a WrappedArray."
     return make
 
@@ -35,39 +67,482 @@ eye = _constructor(_np.eye)
 identity = _constructor(_np.identity)
 
 
+def _traced_sequence(value: Any) -> bool:
+    """A list or tuple with a traced value somewhere inside: what numpy cannot dispatch on."""
+    kind = type(value)
+    return (kind is list or kind is tuple) and _holds_wrapped(value)
+
+
+def _prototype(a: Any) -> Any:
+    """Raw data with ``a``'s shape and dtype (the ``*_like`` constructors read nothing else)."""
+    if isinstance(a, _WrappedValue):
+        return a._data
+    return _np.asarray(_unwrap(a)) if _traced_sequence(a) else a
+
+
 def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> _WrappedArray:
     """``np.full`` returning a WrappedArray; a traced ``fill_value`` keeps its gradient."""
-    if isinstance(fill_value, _WrappedArray):
-        return _np.full_like(_WrappedArray(_np.empty(shape, dtype=dtype or fill_value.dtype)),
+    if _traced_sequence(fill_value):
+        fill_value = _stack_sequence(fill_value)
+    if isinstance(fill_value, _WrappedValue):
+        return _np.full_like(_WrappedArray(_np.empty(shape, dtype=dtype or fill_value.dtype,
+                                                     order=order)),
                              fill_value, dtype=dtype)  # fmt: skip
     return _WrappedArray(_np.full(shape, fill_value, dtype=dtype, order=order))
 
 
 def zeros_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
-    return _WrappedArray(_np.zeros_like(_np.asarray(a) if not isinstance(a, _WrappedArray)
-                                        else a._data, *args, **kwargs))  # fmt: skip
+    return _WrappedArray(_np.zeros_like(_prototype(a), *args, **kwargs))
 
 
 def ones_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
-    return _WrappedArray(_np.ones_like(a._data if isinstance(a, _WrappedArray) else a,
-                                       *args, **kwargs))  # fmt: skip
+    return _WrappedArray(_np.ones_like(_prototype(a), *args, **kwargs))
 
 
 def empty_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
-    return _WrappedArray(_np.empty_like(a._data if isinstance(a, _WrappedArray) else a,
-                                        *args, **kwargs))  # fmt: skip
+    return _WrappedArray(_np.empty_like(_prototype(a), *args, **kwargs))
 
 
 def full_like(a: Any, fill_value: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
-    prototype = a if isinstance(a, _WrappedArray) else _WrappedArray(_np.asarray(a))
+    if _traced_sequence(fill_value):
+        fill_value = _stack_sequence(fill_value)
+    prototype = a if isinstance(a, _WrappedArray) else _WrappedArray(_np.asarray(_prototype(a)))
     return _np.full_like(prototype, fill_value, *args, **kwargs)
 
 
+# ---------------------------------------------------------------------------
+# array, asarray and friends.
+
+
+def _with_ndmin(result: Any, ndmin: int) -> Any:
+    missing = ndmin - result.ndim
+    return result.reshape((1,) * missing + result.shape) if missing > 0 else result
+
+
+def _with_order(result: Any, order: Any) -> Any:
+    """``result`` laid out as ``order`` asks ('C' or 'F'; 'A' and 'K' keep it)."""
+    contiguous = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS"}.get(order)
+    if contiguous is not None and result.ndim > 1 and not result.flags[contiguous]:
+        return result.copy(order=order)
+    return result
+
+
+def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: Any = "K",
+          subok: bool = False, ndmin: int = 0, like: Any = None) -> Any:  # fmt: skip
+    """``np.array`` returning a WrappedArray; nested lists and tuples of traced values
+    are stacked on the tape, so ``mnp.array([[a, b], [c, d]])`` keeps every gradient.
+
+    A raw array is always copied, even with ``copy=False`` (numpy would share
+    it): writes to the raw array by name would bypass the WrappedArray's
+    version. A WrappedArray with ``copy=False`` or ``None`` is returned as it
+    is when it needs no conversion (a view of it with ``ndmin``).
+    """
+    if not _holds_wrapped(object):
+        kwargs = {} if like is None else {"like": like}
+        return _WrappedArray(_np.array(object, dtype=dtype, copy=True, order=order,
+                                       ndmin=ndmin, **kwargs))  # fmt: skip
+    if isinstance(object, _WrappedValue):
+        if copy is not True and (dtype is None or _np.dtype(dtype) == object.dtype):
+            result = object
+        elif dtype is None:
+            result = object.copy(order="K" if order is None else order)
+        else:
+            result = object.astype(dtype, order="K" if order is None else order)
+        if result is object and order in ("C", "F"):
+            result = _with_order(result, order)
+    else:
+        result = _with_order(_stack_sequence(object, dtype), order)
+    if not isinstance(result, _WrappedArray):  # a traced scalar: np.array gives a 0-d array
+        result = result.reshape(())
+    return _with_ndmin(result, ndmin)
+
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
+            copy: bool | None = None, like: Any = None) -> Any:  # fmt: skip
+    """``a`` as a WrappedArray: ``a`` itself when it is one (as ``jnp.asarray``), lists
+    of traced values stacked, raw data copied (see :func:`array`)."""
+    if device not in (None, "cpu"):
+        raise ValueError(f"device must be 'cpu' or None, not {device!r}")
+    return array(a, dtype, copy=copy, order="K" if order is None else order, like=like)
+
+
+asanyarray = asarray
+
+
+def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
+    """``np.ascontiguousarray`` for traced values: ``a`` itself when already C-contiguous."""
+    return _with_ndmin(asarray(a, dtype, order="C", like=like), 1)
+
+
+def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
+    """``np.asfortranarray`` for traced values: ``a`` itself when already Fortran-contiguous."""
+    return _with_ndmin(asarray(a, dtype, order="F", like=like), 1)
+
+
+# ---------------------------------------------------------------------------
+# Which arguments are array-likes: numpy's dispatcher says, asked with probes.
+#
+# NEP 18 dispatch does not look inside a plain list, so np.mean([x, y]) reaches
+# numpy's conversion, which refuses traced values. Before calling the numpy
+# function, each list or tuple holding a traced value is stacked into one
+# traced array, where numpy takes an array-like. Whether an argument is an
+# array-like, a sequence of arrays (np.concatenate's `arrays`, np.select's
+# `choicelist`, np.block's nested lists) or something else (a shape, an axis,
+# pad widths) is what numpy's dispatcher for the function returns; numpy
+# does not expose it, but it hands the relevant arguments' types to
+# __array_function__. So the function is called once with stand-ins: every
+# list or tuple holding a traced value, and each element inside it at every
+# depth, becomes a probe of its own class (a list, tuple or leaf class for
+# each argument and depth); the first probe numpy consults answers with the
+# types it was given, without running the function.
+
+
+class _ProbeAnswer:
+    __slots__ = ("func", "types")
+
+    def __init__(self, func: Any, types: Any):
+        self.func = func
+        self.types = types
+
+
+class _Converted(Exception):
+    """A probe was converted: numpy ran the function, the argument was no dispatched array."""
+
+
+def _refuse_conversion(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise _Converted
+
+
+_PROBE_METHODS = {
+    "__slots__": (),
+    "__array_function__": lambda self, func, types, args, kwargs: _ProbeAnswer(func, types),
+    "__array_ufunc__": lambda self, *args, **kwargs: NotImplemented,
+    "__array__": _refuse_conversion,
+    "__index__": _refuse_conversion,
+    "__int__": _refuse_conversion,
+    "__float__": _refuse_conversion,
+    "__complex__": _refuse_conversion,
+}
+_PROBE_CLASSES: dict[Any, type] = {}
+
+
+def _probe_class(key: Any, kind: type) -> type:
+    """The probe class for ``key`` (argument, depth); ``kind`` is list, tuple or object."""
+    cls = _PROBE_CLASSES.get((key, kind))
+    if cls is None:
+        namespace = {**_PROBE_METHODS, "_probe_key": (key, kind)}
+        cls = type(f"_Probe_{kind.__name__}", (kind,), namespace)
+        _PROBE_CLASSES[key, kind] = cls
+    return cls
+
+
+def _probe(value: Any, where: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind is list or kind is tuple:
+        inner = (_probe(v, where, depth + 1) for v in value)
+        return _probe_class((where, depth), kind)(inner)
+    return _probe_class((where, depth), object)()
+
+
+def _dispatched_roles(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> set[Any]:
+    """The probe keys numpy's dispatcher for ``func`` returns among the arguments."""
+    neutral = _probe_class(None, object)
+
+    def stand_in(value: Any, where: Any) -> Any:
+        if _traced_sequence(value):
+            return _probe(value, where, 0)
+        return neutral() if isinstance(value, _WrappedValue) else value
+
+    probe_args = [stand_in(a, i) for i, a in enumerate(args)]
+    probe_kwargs = {k: stand_in(v, k) for k, v in kwargs.items()}
+    try:
+        answer = func(*probe_args, **probe_kwargs)
+    except Exception:  # numpy ran it and converted a probe: nothing dispatched on them
+        return set()
+    if type(answer) is not _ProbeAnswer or answer.func is not func:
+        return set()
+    keys = (getattr(t, "_probe_key", (None,)) for t in answer.types)
+    return {key for key in keys if key[0] is not None}
+
+
+def _stack_where_dispatched(value: Any, where: Any, depth: int, roles: set[Any]) -> Any:
+    """``value`` with each list or tuple that numpy treats as one array stacked."""
+    kind = type(value)
+    if kind is not list and kind is not tuple:
+        return value
+    if ((where, depth), kind) in roles:
+        return _stack_sequence(value) if _holds_wrapped(value) else value
+    if not _holds_wrapped(value):
+        return value
+    return kind(_stack_where_dispatched(v, where, depth + 1, roles) for v in value)
+
+
+def _array_likes_stacked(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    roles = _dispatched_roles(func, args, kwargs)
+    if not roles:
+        return args, kwargs
+    args = tuple(_stack_where_dispatched(a, i, 0, roles) for i, a in enumerate(args))
+    kwargs = {k: _stack_where_dispatched(v, k, 0, roles) for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _call_stacking(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if any(_traced_sequence(v) for v in (*args, *kwargs.values())):
+        args, kwargs = _array_likes_stacked(func, args, kwargs)
+    return func(*args, **kwargs)
+
+
+def _takes_traced_lists(func: Any, qualified_name: str) -> Any:
+    """``func`` (a numpy function with NEP 18 dispatch) accepting lists of traced values."""
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        # The common case (no list or tuple among the arguments) costs two loops.
+        for value in args:
+            if type(value) in _SEQUENCES:
+                return _call_stacking(func, args, kwargs)
+        if kwargs:
+            for value in kwargs.values():
+                if type(value) in _SEQUENCES:
+                    return _call_stacking(func, args, kwargs)
+        return func(*args, **kwargs)
+
+    function.__name__ = func.__name__
+    function.__qualname__ = qualified_name
+    function.__doc__ = func.__doc__
+    function.__wrapped__ = func  # type: ignore[attr-defined]
+    function.__module__ = __name__
+    return function
+
+
+def _stacked(value: Any) -> Any:
+    return _stack_sequence(value) if _traced_sequence(value) else value
+
+
+_UFUNC_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature",
+                     "resolve_dtypes", "__doc__")  # fmt: skip
+
+
+def _takes_traced_operands(u: _np.ufunc) -> Any:
+    """The ufunc ``u`` with operands that may be lists of traced values (``mnp.add([a, b], c)``).
+
+    A function (calling it costs less than calling an object) carrying the
+    ufunc's attributes; ``reduce``, ``accumulate``, ``reduceat``, ``outer``
+    and ``at`` stack their array operands too.
+    """
+    nin = u.nin
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for a in args:
+            if type(a) in _SEQUENCES:
+                args = (*(_stacked(a) for a in args[:nin]), *args[nin:])
+                break
+        return u(*args, **kwargs)
+
+    def reduce(array: Any, *args: Any, **kwargs: Any) -> Any:
+        return u.reduce(_stacked(array), *args, **kwargs)
+
+    def accumulate(array: Any, *args: Any, **kwargs: Any) -> Any:
+        return u.accumulate(_stacked(array), *args, **kwargs)
+
+    def reduceat(array: Any, *args: Any, **kwargs: Any) -> Any:
+        return u.reduceat(_stacked(array), *args, **kwargs)
+
+    def outer(A: Any, B: Any, /, **kwargs: Any) -> Any:
+        return u.outer(_stacked(A), _stacked(B), **kwargs)
+
+    def at(a: Any, indices: Any, b: Any = None, /) -> Any:
+        return u.at(a, indices) if b is None else u.at(a, indices, _stacked(b))
+
+    for name in _UFUNC_ATTRIBUTES:
+        setattr(call, name, getattr(u, name))
+    for method in (reduce, accumulate, reduceat, outer, at):
+        method.__qualname__ = f"{u.__name__}.{method.__name__}"
+        setattr(call, method.__name__, method)
+    call.__name__ = call.__qualname__ = u.__name__
+    call.__module__ = __name__
+    call.__wrapped__ = u  # type: ignore[attr-defined]
+    return call
+
+
+# ---------------------------------------------------------------------------
+# Scalar types as casts: integers and booleans undifferentiated, floats traced.
+
+
+class _CastType(type):
+    """The metaclass of mnp.int64 and the others: numpy's scalars count as their instances."""
+
+    _numpy_type: type
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, cls._numpy_type)
+
+    def __subclasscheck__(cls, subclass: Any) -> bool:
+        return issubclass(subclass, cls._numpy_type)
+
+
+def _cast_type(numpy_type: type) -> type:
+    """A subclass of ``numpy_type`` usable as a dtype, whose call casts traced values too.
+
+    An integer or boolean cast of a traced value is piecewise constant: it
+    carries no gradient, as ``x.astype(int)`` does not (autograd's
+    ``np.int64(box)`` unboxes too). A float cast keeps the gradient.
+    """
+    differentiable = issubclass(numpy_type, _np.inexact)
+
+    def __new__(cls: Any, value: Any = 0, *args: Any, **kwargs: Any) -> Any:
+        if not _holds_wrapped(value):
+            return numpy_type(value, *args, **kwargs)
+        if differentiable:
+            if isinstance(value, _WrappedValue):
+                return value.astype(numpy_type)
+            return array(value, dtype=numpy_type)
+        data = _np.array(_unwrap(value), dtype=numpy_type)  # a copy: never an alias of x
+        return numpy_type(data) if data.ndim == 0 else data
+
+    cls = _CastType(numpy_type.__name__, (numpy_type,), {
+        "__new__": __new__,
+        "__module__": __name__,
+        "__doc__": f"``np.{numpy_type.__name__}`` (also as a dtype); called on a traced value, "
+        + ("casts it keeping its gradient." if differentiable
+           else "casts it without a gradient (an index or a count)."),
+        "_numpy_type": numpy_type,
+    })  # fmt: skip
+    return cls
+
+
+_CAST_TYPES = {
+    t: _cast_type(t)
+    for t in {
+        v
+        for v in vars(_np).values()
+        if isinstance(v, type)
+        and issubclass(v, (_np.integer, _np.bool_, _np.floating))
+        and not v.__name__.endswith(("integer", "floating", "inexact", "number"))
+    }
+}
+
+
+# ---------------------------------------------------------------------------
+# r_ and c_.
+
+
+class _AxisConcatenator:
+    """numpy's ``r_``/``c_`` (same directives: slices, ``'0,2'``, ``'1,2,0'``...) for
+    traced values: arrays, scalars and lists of them are stacked, then concatenated."""
+
+    __slots__ = ("_numpy", "axis", "ndmin", "trans1d")
+
+    def __init__(self, numpy_concatenator: Any):
+        self._numpy = numpy_concatenator
+        self.axis = numpy_concatenator.axis
+        self.ndmin = numpy_concatenator.ndmin
+        self.trans1d = numpy_concatenator.trans1d
+
+    def __len__(self) -> int:
+        return 0
+
+    def __getitem__(self, key: Any) -> Any:
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(_holds_wrapped(item) for item in items):
+            return self._numpy[key]
+        axis, ndmin, trans1d = self.axis, self.ndmin, self.trans1d
+        objs: list[Any] = []
+        dtypes: list[Any] = []
+        for k, item in enumerate(items):
+            if isinstance(item, slice):
+                newobj = self._numpy[item if ndmin < 2 else (f"0,{ndmin},{trans1d}", item)]
+            elif isinstance(item, str):
+                if k != 0:
+                    raise ValueError("special directives must be the first entry.")
+                if item in ("r", "c"):  # an np.matrix, which cannot hold traced values:
+                    return self._numpy[key]  # numpy's conversion refuses them
+                try:
+                    vec = [int(x) for x in item.split(",")]
+                except ValueError as error:
+                    raise ValueError(f"unknown special directive {item!r}") from error
+                if len(vec) == 1:
+                    axis = vec[0]
+                else:
+                    axis, ndmin = vec[:2]
+                    if len(vec) == 3:
+                        trans1d = vec[2]
+                continue
+            elif type(item) in _np.ScalarType:
+                objs.append(_np.array(item, ndmin=ndmin))
+                dtypes.append(item)  # a Python number does not upcast (numpy's weak scalars)
+                continue
+            else:
+                item_ndim = _np.ndim(_unwrap(item))
+                newobj = _with_ndmin(array(item, copy=False), ndmin)
+                if trans1d != -1 and item_ndim < ndmin:
+                    k2 = ndmin - item_ndim
+                    k1 = trans1d + k2 + 1 if trans1d < 0 else trans1d
+                    axes = list(range(ndmin))
+                    newobj = newobj.transpose(axes[:k1] + axes[k2:] + axes[k1:k2])
+            objs.append(newobj)
+            dtypes.append(newobj.dtype)
+        if dtypes:
+            final = _np.result_type(*dtypes)
+            objs = [o if o.dtype == final else o.astype(final) for o in objs]
+        return _np.concatenate(tuple(objs), axis=axis)
+
+
+r_ = _AxisConcatenator(_np.r_)
+c_ = _AxisConcatenator(_np.c_)
+
+
+# ---------------------------------------------------------------------------
+# Every other name: numpy's, functions taking lists of traced values.
+
+
+def _translate(value: Any, qualified_name: str) -> Any:
+    """What mutagrad.numpy offers for numpy's ``value``."""
+    if isinstance(value, _np.ufunc):
+        return _takes_traced_operands(value)
+    if type(value) is _DISPATCHED_FUNCTION:
+        return _takes_traced_lists(value, qualified_name)
+    if isinstance(value, type) and value in _CAST_TYPES:
+        return _CAST_TYPES[value]
+    return value
+
+
+def _submodule(name: str) -> _types.ModuleType:
+    numpy_module = getattr(_np, name)
+    module = _types.ModuleType(f"{__name__}.{name}", numpy_module.__doc__)
+
+    def attribute(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        value = _translate(getattr(numpy_module, attr), f"{name}.{attr}")
+        setattr(module, attr, value)  # translated once; later lookups find it directly
+        return value
+
+    module.__getattr__ = attribute  # type: ignore[attr-defined]
+    module.__dir__ = lambda: dir(numpy_module)  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module  # import mutagrad.numpy.linalg works too
+    return module
+
+
+linalg = _submodule("linalg")
+fft = _submodule("fft")
+
+
 def __getattr__(name: str) -> Any:
-    return getattr(_np, name)
+    if name.startswith("__"):
+        raise AttributeError(name)
+    value = _translate(getattr(_np, name), name)
+    globals()[name] = value  # translated once; later lookups find it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(dir(_np)) | set(__all__))
 
 
 __all__ = [
-    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
-    "identity", "linspace", "logspace", "ones", "ones_like", "zeros", "zeros_like",
+    "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "c_",
+    "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "linalg", "linspace",
+    "logspace", "ones", "ones_like", "r_", "zeros", "zeros_like",
 ]  # fmt: skip

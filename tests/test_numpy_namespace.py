@@ -1,0 +1,305 @@
+"""mutagrad.numpy as a drop-in for numpy in autograd-style programs (issue 12, section 3).
+
+Each program is written once against a namespace ``ns``: run with ``numpy``
+on plain arrays it gives the reference value, and central finite differences
+of that run the reference gradient; run with ``mutagrad.numpy`` under
+``mutagrad.gradient`` it must give both. The programs use what plain numpy
+cannot intercept on traced values: lists and nested lists of them passed to
+``array``, ``mean``, ``linalg.norm``, ``concatenate``..., ``r_``/``c_``, and
+an integer cast used as an index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mutagrad
+import mutagrad.numpy as mnp
+from mutagrad.testing import numerical_gradient
+
+# ---------------------------------------------------------------------------
+# The programs: (ns, *args) -> scalar.
+
+
+def logistic_loss(ns, w, b):
+    X = [[1.0, 2.0], [0.5, -1.0], [-1.5, 0.3]]
+    y = [1.0, 0.0, 1.0]
+    logits = ns.dot(X, w) + b
+    preds = [1.0 / (1.0 + ns.exp(-z)) for z in logits]  # traced scalars, one by one
+    p = ns.array(preds)
+    return -ns.mean(y * ns.log(p) + (1.0 - ns.array(y)) * ns.log(1.0 - p))
+
+
+def matrix_from_scalars(ns, a):
+    M = ns.array([[a[0], a[1]], [a[2], a[0] * a[1]]])
+    return ns.linalg.det(M) + ns.sum(M @ M)
+
+
+def matrix_from_tuples(ns, a):
+    M = ns.array(((a[0], 1.0), (a[1], a[2])), dtype=np.float64, ndmin=3, order="F")
+    return ns.sum(ns.sin(M) * ns.arange(4.0).reshape(1, 2, 2))
+
+
+def r_concatenation(ns, x):
+    v = ns.r_[x, x[0] * 2.0, [x[1], 3.0], 0:2]
+    return ns.sum(v**2 * ns.arange(len(v)))
+
+
+def r_directive(ns, x):
+    M = ns.r_["0,2", x, ns.sin(x)]
+    return ns.sum(M**3 * ns.arange(M.size).reshape(M.shape))
+
+
+def c_columns(ns, x):
+    M = ns.c_[x, x**2, ns.ones(3)]
+    return ns.sum((M @ np.array([1.0, -0.5, 2.0])) ** 2)
+
+
+def mean_over_a_list(ns, x):
+    return ns.sum(ns.mean([x, x + 2.0, x * x], axis=0) ** 2) + ns.mean([x[0], x[2]])
+
+
+def norm_of_a_list(ns, x):
+    return ns.linalg.norm([x[0], x[1] * 2.0, 3.0])
+
+
+def int_cast_index(ns, W):
+    # autograd's test_cast_to_int: the last column, cast to integers, indexes the rows.
+    inds = np.ones(W.shape[0])[:, None]
+    glued = ns.concatenate((W, inds), axis=1)
+    new_W = glued[:, :-1]
+    new_inds = ns.int64(glued[:, -1])
+    assert new_inds.dtype == np.int64
+    return ns.sum(new_W[new_inds] ** 2)
+
+
+def loop_then_array(ns, x):
+    h, hs = 0.5, []
+    for t in range(len(x)):
+        h = ns.tanh(0.8 * h + x[t])
+        hs.append(h)
+    H = ns.array(hs)
+    return ns.sum(H**2 * ns.arange(1.0, len(x) + 1))
+
+
+def append_list(ns, x):
+    return ns.sum(ns.append([x[0], x[1]], x * 2.0) ** 2)
+
+
+def concatenate_nested_lists(ns, x):
+    v = ns.concatenate([x, [x[0] * x[1], 1.0]])
+    M = ns.concatenate([ns.reshape(x[:2], (1, 2)), [[x[2], x[0]]]], axis=0)
+    return ns.sum(v**2) + ns.sum(M**3)
+
+
+def dot_and_sum_of_lists(ns, x):
+    y = ns.dot([x[0], x[1], x[2]], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    return ns.sum(y**2) + ns.sum([x[0] * x[1], x[2]])
+
+
+def ufuncs_on_lists(ns, x):
+    return ns.sum(ns.exp([x[0], -x[1]])) + ns.sum(ns.maximum([x[0], x[1]], 1.5) ** 2)
+
+
+def stack_family(ns, x):
+    V = ns.vstack([[x[0], x[1]], x[1:]])
+    S = ns.stack([[x[0], x[2]], [x[1], 1.0]], axis=1)
+    return ns.sum(V * S)
+
+
+def where_select_einsum(ns, x):
+    a = ns.where(x > 1.5, [x[0], x[1], x[2]], x * 0.5)
+    b = ns.select([x < 2.5, x >= 2.5], [[x[1], x[2], x[0]], x**2])
+    return ns.sum(a * b) + ns.einsum("i,i", [x[0], x[1]], [x[1], x[2]])
+
+
+def polynomial_coefficients(ns, x):
+    grid = ns.linspace(x[0], x[2], 4)  # traced endpoints
+    return ns.polyval([x[0], x[1], 1.0], 2.0) + ns.sum(ns.polyval([x[2], 1.0], grid))
+
+
+def float_cast_keeps_gradient(ns, x):
+    return ns.float64(x[0]) ** 2 + ns.sum(ns.float64(x) * x)
+
+
+def asarray_keywords(ns, x):
+    A = ns.asarray([[x[0], x[1]], [x[2], 2.0]], order="F")
+    return ns.sum(ns.asarray(A, dtype=np.float64) ** 2) + ns.sum(ns.asarray(x[0]))
+
+
+X3 = np.array([1.0, 2.0, 3.0])
+PROGRAMS = [
+    (logistic_loss, (np.array([0.3, -0.2]), 0.1)),
+    (matrix_from_scalars, (X3,)),
+    (matrix_from_tuples, (X3,)),
+    (r_concatenation, (X3,)),
+    (r_directive, (X3,)),
+    (c_columns, (X3,)),
+    (mean_over_a_list, (X3,)),
+    (norm_of_a_list, (X3,)),
+    (int_cast_index, (np.arange(12.0).reshape(4, 3) / 7.0,)),
+    (loop_then_array, (np.array([0.1, -0.4, 0.7, 0.2]),)),
+    (append_list, (X3,)),
+    (concatenate_nested_lists, (X3,)),
+    (dot_and_sum_of_lists, (X3,)),
+    (ufuncs_on_lists, (X3,)),
+    (stack_family, (X3,)),
+    (where_select_einsum, (X3,)),
+    (polynomial_coefficients, (X3,)),
+    (float_cast_keeps_gradient, (X3,)),
+    (asarray_keywords, (X3,)),
+]
+
+
+def check_program(program, args, mode=None):
+    """mutagrad.numpy's value and gradient against numpy's value and finite differences."""
+    want_value = program(np, *args)
+    want_grads = numerical_gradient(lambda *a: program(np, *a), *args)
+    result = mutagrad.withgradient(lambda *a: program(mnp, *a), *args, mode=mode)
+    np.testing.assert_allclose(np.asarray(mutagrad.ignore_derivatives(result.val)), want_value,
+                               rtol=1e-12)  # fmt: skip
+    assert len(result.grad) == len(want_grads)
+    for got, want in zip(result.grad, want_grads):
+        assert got is not None
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("program, args", PROGRAMS, ids=[p.__name__ for p, _ in PROGRAMS])
+def test_autograd_style_program_matches_numpy_and_finite_differences(program, args):
+    check_program(program, args)
+
+
+@pytest.mark.parametrize("program, args", PROGRAMS[:4], ids=[p.__name__ for p, _ in PROGRAMS[:4]])
+def test_programs_agree_in_snapshot_mode(program, args):
+    check_program(program, args, mode="snapshot")
+
+
+def test_the_same_programs_refuse_with_plain_numpy():
+    """The boundary: plain numpy cannot see traced values inside lists, so it refuses."""
+    for program in (mean_over_a_list, norm_of_a_list, r_concatenation, loop_then_array):
+        with pytest.raises(mutagrad.TracerConversionError):
+            mutagrad.gradient(lambda x, p=program: p(np, x), X3)
+
+
+# ---------------------------------------------------------------------------
+# Writes after capture.
+
+
+def write_after_use(ns, x, needs_old_value):
+    A = ns.array([[x[0], x[1]], [x[2], 1.0]])
+    # sin's pullback reads A (cos A); a product by a constant's does not.
+    y = ns.sum(ns.sin(A)) if needs_old_value else ns.sum(A * 3.0)
+    A[0, 0] = 5.0 * x[1]
+    return y + ns.sum(A * A)
+
+
+def test_write_into_an_mnp_array_its_pullback_needs_is_refused_in_poison_mode():
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(lambda x: write_after_use(mnp, x, True), X3)
+
+
+@pytest.mark.parametrize("needs_old_value", [True, False])
+def test_write_into_an_mnp_array_after_use_is_right_when_it_is_allowed(needs_old_value):
+    want = numerical_gradient(lambda x: write_after_use(np, x, needs_old_value), X3)[0]
+    for mode in ["snapshot"] if needs_old_value else ["snapshot", "poison"]:
+        (got,) = mutagrad.gradient(lambda x: write_after_use(mnp, x, needs_old_value), X3,
+                                   mode=mode)  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def copies_and_aliases(ns, x):
+    v = x * 1.0
+    copied = ns.array([v, v])  # a copy: later writes to v do not show in it
+    alias = ns.asarray(v)  # v itself, as np.asarray(v) is v
+    v[0] = x[1] * x[2]
+    return ns.sum(copied**2) + ns.sum(alias**3)
+
+
+def test_array_copies_and_asarray_aliases_as_numpy_does():
+    check_program(copies_and_aliases, (X3,))
+
+
+# ---------------------------------------------------------------------------
+# The namespace itself.
+
+
+def test_sequences_of_arrays_keep_their_meaning():
+    def f(x):
+        v = mnp.concatenate([x, [x[0], x[1]]])  # [x[0], x[1]] is one array, not the list
+        B = mnp.block([[x[0], x[1]], [x[2], x[0]]])  # block's nested lists are its structure
+        assert v.shape == (5,) and B.shape == (2, 2)
+        return mnp.sum(v) + mnp.sum(B)
+
+    (g,) = mutagrad.gradient(f, X3)
+    np.testing.assert_allclose(g, [2.0 + 2.0, 2.0 + 1.0, 1.0 + 1.0])
+
+
+def test_a_traced_integer_in_a_shape_is_not_stacked():
+    def f(x):
+        n = mnp.sum(x > 0)  # a traced count (a constant of the call)
+        return mnp.sum(mnp.reshape(x, (n, 1)) ** 2) + mnp.sum(mnp.tile(x, [n]))
+
+    (g,) = mutagrad.gradient(f, X3)
+    np.testing.assert_allclose(g, 2 * X3 + 3)
+
+
+def test_functions_work_on_plain_values_as_numpy():
+    assert mnp.mean([1.0, 2.0, 4.0]) == np.mean([1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(mnp.r_[1:4, 0, [5, 6]], np.r_[1:4, 0, [5, 6]])
+    np.testing.assert_array_equal(mnp.c_[[1, 2], [3, 4]], np.c_[[1, 2], [3, 4]])
+    np.testing.assert_array_equal(mnp.add.outer([1, 2], [3, 4]), np.add.outer([1, 2], [3, 4]))
+    assert mnp.add.nin == 2 and mnp.ufunc is np.ufunc and mnp.pi == np.pi
+    a = mnp.array([[1, 2]], ndmin=3, dtype=np.float32)
+    assert isinstance(a, mutagrad.WrappedArray) and a.shape == (1, 1, 2) and a.dtype == np.float32
+    assert mnp.array(mnp.ones(2)[0]).shape == ()
+
+
+def test_array_copies_raw_data_and_respects_order():
+    raw = np.arange(6.0).reshape(2, 3)
+    a = mnp.array(raw, copy=False)
+    assert not np.shares_memory(mutagrad.ignore_derivatives(a), raw)
+    assert mnp.array(raw, order="F").flags["F_CONTIGUOUS"]
+    assert mnp.ascontiguousarray(mnp.asarray(raw).T).flags["C_CONTIGUOUS"]
+    w = mnp.asarray(raw)
+    assert mnp.asarray(w) is w and mnp.array(w, copy=False) is w and mnp.array(w) is not w
+
+
+def test_integer_types_cast_without_gradient_and_stay_numpy_types():
+    assert np.zeros(2, dtype=mnp.int64).dtype == np.int64
+    assert isinstance(np.int64(3), mnp.int64) and issubclass(np.int64, mnp.int64)
+    assert type(mnp.int64(2.7)) is np.int64 and mnp.int64(2.7) == 2
+    assert mnp.float32(1.5) == np.float32(1.5)
+
+    def f(W):
+        column = W[:, -1]
+        cast = mnp.int64(column)
+        assert cast.dtype == np.int64 and not mutagrad.is_traced(cast)
+        cast[0] = 0  # the cast is a copy: W is not written
+        return mnp.sum(W * W) + mnp.sum(W[:, 0][mnp.int32(W[0, -1])])
+
+    W = np.array([[1.0, 2.0, 1.0], [3.0, 4.0, 0.0]])
+    (g,) = mutagrad.gradient(f, W)
+    want = 2 * W
+    want[1, 0] += 1.0
+    np.testing.assert_allclose(g, want)
+
+
+def test_r_matrix_directive_is_refused_with_traced_values():
+    # np.matrix cannot hold traced values: numpy's own conversion refuses them.
+    with pytest.raises(mutagrad.TracerConversionError):
+        mutagrad.gradient(lambda x: mnp.sum(mnp.r_["r", x, x]), X3)
+
+
+def test_every_dispatched_numpy_function_takes_lists_of_traced_values():
+    import mutagrad.numpy.linalg as linalg
+
+    assert linalg is mnp.linalg
+    dispatched = type(np.mean)
+    for namespace, numpy_namespace in ((mnp, np), (mnp.linalg, np.linalg), (mnp.fft, np.fft)):
+        for name in dir(numpy_namespace):
+            value = getattr(numpy_namespace, name)
+            if name in mnp.__all__:  # mutagrad.numpy's own (constructors returning WrappedArrays)
+                continue
+            if type(value) is dispatched or isinstance(value, np.ufunc):
+                assert getattr(namespace, name).__wrapped__ is value, name
