@@ -303,3 +303,14 @@ def test_every_dispatched_numpy_function_takes_lists_of_traced_values():
                 continue
             if type(value) is dispatched or isinstance(value, np.ufunc):
                 assert getattr(namespace, name).__wrapped__ is value, name
+
+
+def test_a_traced_scalar_becomes_a_writable_0d_array():
+    def f(x):
+        a = mnp.asarray(x[0])
+        assert isinstance(a, mutagrad.WrappedArray) and a.shape == ()
+        a[()] = a * 3.0  # np.asarray of a scalar is a 0-d array: writable
+        return a + mnp.array(x[1], dtype=np.float32, ndmin=1)[0]
+
+    (g,) = mutagrad.gradient(f, X3)
+    np.testing.assert_allclose(g, [3.0, 1.0, 0.0])

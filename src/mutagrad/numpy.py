@@ -153,7 +153,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: An
     else:
         result = _with_order(_stack_sequence(object, dtype), order)
     if not isinstance(result, _WrappedArray):  # a traced scalar: np.array gives a 0-d array
-        result = result.reshape(())
+        result = result.copy()  # (a copy of an immutable scalar: nothing can tell)
     return _with_ndmin(result, ndmin)
 
 
