@@ -41,9 +41,9 @@ UNREACHABLE = {
     ("linalg.py", "slogdet"): "a traced complex matrix is refused where it is made",
     ("linalg.py", "norm"): "a traced complex array is refused where it is made",
     ("factorizations.py", "_refuse_complex"): "a traced complex matrix is refused where it is made",
-    ("tangents.py", "__init__"): "x.view(other_dtype) of a traced array is refused first",
-    ("tangents.py", "element"): "views made by numpy operations stay on their base's grid",
-    ("wrapped.py", "trace_through"): (
+    ("memory.py", "__init__"): "x.view(other_dtype) of a traced array is refused first",
+    ("memory.py", "element"): "views made by numpy operations stay on their base's grid",
+    ("dispatch.py", "trace_through"): (
         "the recursion guard: every numpy function that calls a method of the same name has "
         "a rule (the other raise in trace_through is reached)"
     ),

@@ -28,6 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.dispatch import (
+    apply,
+    call_without_derivative,
+    guarded_arguments,
+    refusing_writes_by,
+    unaliased,
+)
 from mutagrad.core.engine import (
     ANS,
     STATE,
@@ -45,12 +52,7 @@ from mutagrad.core.wrapped import (
     NONDIFFERENTIABLE,
     UFUNC_RULES,
     WrappedValue,
-    apply,
-    call_without_derivative,
-    guarded_arguments,
     operand,
-    refusing_writes_by,
-    unaliased,
     unwrap,
     wrap,
     wrap_constant,

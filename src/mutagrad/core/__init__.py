@@ -9,7 +9,12 @@ Layered bottom up, each module importing only those before it::
                            what a pullback may read saved (one save policy)
     modes                  what a write does in each mode (a policy object)
     regions                the view-read and write rules, and their linear maps
-    wrapped                WrappedArray: numpy's protocols, operands resolved
+    messages               the texts of the common errors
+    wrapped                WrappedArray: the array type, its views, the operators'
+                           fast path, and the method table the modules below fill
+    dispatch               numpy's protocols past the fast path: a call to its
+                           rule (apply), to numpy without a derivative, or traced
+                           through numpy's own Python implementation
     indexing, mutation,    what the array's methods do (x[i], writes, the
     ndarray_methods        rarer ndarray methods), registered into the array's
                            method table
@@ -18,4 +23,4 @@ Nothing here knows a numpy function's derivative: those are in mutagrad.rules.
 Importing this package registers the array's methods.
 """
 
-from mutagrad.core import indexing, mutation, ndarray_methods  # noqa: F401
+from mutagrad.core import dispatch, indexing, mutation, ndarray_methods  # noqa: F401

@@ -36,6 +36,7 @@ from mutagrad.core.engine import (
     refuse_complex,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
+from mutagrad.core.messages import conversion_message, missing_rule_message
 from mutagrad.core.record import new_node, push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import Site, format_site, user_site, with_article
@@ -54,10 +55,8 @@ from mutagrad.core.wrapped import (
     any_active,
     array_like,
     array_method,
-    conversion_message,
     holds_wrapped,
     is_active,
-    missing_rule_message,
     node_of,
     operand,
     stack_sequence,

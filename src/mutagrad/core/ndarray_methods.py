@@ -30,6 +30,7 @@ import numpy as np
 
 from mutagrad.core import mutation
 from mutagrad.core.engine import STATE, read_only
+from mutagrad.core.messages import conversion_message
 from mutagrad.core.record import new_node, push
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import describe_site, user_site
@@ -41,7 +42,6 @@ from mutagrad.core.wrapped import (
     WrappedValue,
     any_active,
     array_method,
-    conversion_message,
     is_active,
     unwrap,
     wrap_constant,

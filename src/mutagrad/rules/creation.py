@@ -12,16 +12,10 @@ import operator
 
 import numpy as np
 
+from mutagrad.core.dispatch import apply
+from mutagrad.core.messages import conversion_message
 from mutagrad.core.mutation import assign
-from mutagrad.core.wrapped import (
-    WrappedValue,
-    any_active,
-    apply,
-    array_like,
-    conversion_message,
-    unwrap,
-    wrap_constant,
-)
+from mutagrad.core.wrapped import WrappedValue, any_active, array_like, unwrap, wrap_constant
 from mutagrad.errors import TracerConversionError
 from mutagrad.rules.registry import VjpRule, implements
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from mutagrad.core.dispatch import apply
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, apply, unwrap
+from mutagrad.core.wrapped import WrappedValue, unwrap
 from mutagrad.rules.registry import ANS, VjpRule, implements
 
 

@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.dispatch import apply
 from mutagrad.core.mutation import assign_out
 from mutagrad.core.tangents import unbroadcast
-from mutagrad.core.wrapped import WrappedValue, _is_view_of, apply, make_view, unwrap
+from mutagrad.core.wrapped import WrappedValue, _is_view_of, make_view, unwrap
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.registry import VjpRule, implements
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
+from mutagrad.core.dispatch import apply
+from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.registry import ANS, VjpRule, implements
 

@@ -19,16 +19,10 @@ import numpy as np
 
 from mutagrad.core.indexing import normalize_index
 from mutagrad.core.memory import layout_of
+from mutagrad.core.messages import conversion_message
 from mutagrad.core.mutation import assign, refuse_overlapping, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.wrapped import (
-    WrappedArray,
-    WrappedValue,
-    any_active,
-    array_like,
-    conversion_message,
-    unwrap,
-)
+from mutagrad.core.wrapped import WrappedArray, WrappedValue, any_active, array_like, unwrap
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
 from mutagrad.rules.registry import VjpRule, implements, implements_method
 

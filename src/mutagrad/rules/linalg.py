@@ -23,8 +23,9 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from mutagrad.core.dispatch import apply
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
+from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 

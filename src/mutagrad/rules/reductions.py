@@ -8,8 +8,9 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from mutagrad.core.dispatch import apply, call_without_derivative
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, apply, call_without_derivative, unwrap
+from mutagrad.core.wrapped import WrappedValue, unwrap
 from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 _NoValue = np._NoValue

@@ -3,7 +3,7 @@
 * :func:`ufunc_rule` – a ufunc with one vjp per input and what each reads;
 * :func:`implements` – an adapter with numpy's own signature for a numpy
   function; it sorts the call into array inputs and parameters and hands them
-  to :func:`mutagrad.core.wrapped.apply` with a :class:`VjpRule`;
+  to :func:`mutagrad.core.dispatch.apply` with a :class:`VjpRule`;
 * :func:`implements_method` – an ndarray method whose numpy facts live in the
   rule modules (in-place sort, put, ufunc.at, astype, view);
 * :func:`nondifferentiable` – functions whose outputs carry no derivative

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.dispatch import apply
 from mutagrad.core.mutation import assign_out, refuse_out_overlapping
 from mutagrad.core.wrapped import (
     DETACHED,
@@ -24,7 +25,6 @@ from mutagrad.core.wrapped import (
     WrappedValue,
     _is_view_of,
     any_active,
-    apply,
     is_active,
     make_view,
     unwrap,

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap
+from mutagrad.core.dispatch import apply
+from mutagrad.core.wrapped import WrappedValue, any_active, unwrap
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import gather_flat, scatter_flat
 from mutagrad.rules.registry import VjpRule, implements

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mutagrad.core.dispatch import apply
 from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, any_active, apply, unwrap, wrap_constant
+from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import index_map, scatter_flat
 from mutagrad.rules.reductions import reduced_axes

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.wrapped import UFUNC_RULES, WrappedValue, apply, unwrap, wrap_constant
+from mutagrad.core.dispatch import apply
+from mutagrad.core.wrapped import UFUNC_RULES, WrappedValue, unwrap, wrap_constant
 from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 LOG2 = np.log(2.0)

@@ -53,13 +53,13 @@ import numpy as np
 
 from mutagrad.api import withgradient
 from mutagrad.core.engine import ANS, Rule, VjpRule
+from mutagrad.core.messages import function_name
 from mutagrad.core.wrapped import (
     FUNCTION_RULES,
     NONDIFFERENTIABLE,
     UFUNC_RULES,
     WrappedArray,
     WrappedValue,
-    function_name,
 )
 from mutagrad.custom import ClosureRule
 from mutagrad.errors import (
