@@ -340,6 +340,10 @@ class WrappedValue:
     def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        elif len(shape) == 1 and isinstance(shape[0], (np.ndarray, WrappedValue)):
+            # numpy takes an integer array as the shape (np.kron, np.histogramdd do)
+            sizes = np.asarray(unwrap(shape[0]))
+            shape = (operator.index(sizes),) if sizes.ndim == 0 else tuple(sizes.tolist())
         return np.reshape(self, shape, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> WrappedArray:

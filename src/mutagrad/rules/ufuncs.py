@@ -37,8 +37,11 @@ ufunc_rule(
 ufunc_rule(
     np.true_divide,
     lambda g, ans, x, y: g / y,
-    lambda g, ans, x, y: -g * ans / y,
-    reads=((1,), (ANS, 1)),
+    # Reads x, not the quotient (as PyTorch, JAX and autograd do): numpy's own
+    # code divides in place and then overwrites the quotient (np.corrcoef's
+    # c /= stddev, then np.clip(..., out=c)), which poisoned a saved quotient.
+    lambda g, ans, x, y: -g * (x / y) / y,
+    reads=((1,), (0, 1)),
 )
 ufunc_rule(np.negative, lambda g, ans, x: -g, reads=((),))
 ufunc_rule(np.positive, lambda g, ans, x: g, reads=((),))
