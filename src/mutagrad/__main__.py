@@ -13,6 +13,12 @@ or timed out (except in programs marked with a ``known_issue``, which the
 report still shows in red); 2 if the corpus cannot be loaded, ``--engines``
 names an engine that is unknown or not installed, or a corpus program fails
 on plain numpy. What the peers do never changes the status.
+
+At scale: ``--generated N`` adds N random mutating programs drawn from
+:func:`mutagrad.testing.strategies.programs` (``--seed S``), ``--no-timing``
+skips the timing and memory measurements, ``--jobs N`` runs the programs in
+N worker processes (default: the CPU count) and ``--scheduler ADDRESS`` on a
+dask.distributed cluster instead (:mod:`mutagrad.report.parallel`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from mutagrad.report import (
     run_report,
     write_report,
 )
+from mutagrad.report.generated import DEFAULT_SEED, GenerationError
+from mutagrad.report.parallel import SchedulerError, default_jobs
 from mutagrad.report.peers import PEERS_EXTRA_HINT
 
 # A few seconds' worth: about 1,000 programs a second on this project's machines.
@@ -63,19 +71,29 @@ def report_command(args: argparse.Namespace) -> int:
         programs = tuple(
             p for p in programs if any(s in p.name or s == p.category for s in args.select)
         )
-        if not programs:
+        if not programs and not args.generated:
             print("mutagrad report: --select matched no program", file=sys.stderr)
             return 2
-    report = run_report(
-        programs,
-        corpus=args.corpus,
-        engines=engines,
-        repeats=args.repeats,
-        time_limit=args.time_limit if args.time_limit > 0 else None,
-        fuzz_programs=args.fuzz,
-    )
+    try:
+        report = run_report(
+            programs,
+            corpus=args.corpus,
+            engines=engines,
+            repeats=args.repeats,
+            time_limit=args.time_limit if args.time_limit > 0 else None,
+            fuzz_programs=args.fuzz,
+            generated=args.generated,
+            seed=args.seed,
+            timing=args.timing,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+        )
+    except (SchedulerError, GenerationError) as error:
+        print(f"mutagrad report: {error}", file=sys.stderr)
+        return 2
     paths = write_report(report, args.out) if args.out else {}
-    count = f"{len(programs)} program{'s' if len(programs) != 1 else ''}"
+    n = len(report.programs)
+    count = f"{n} program{'s' if n != 1 else ''}"
     try:
         print(render_text(report, color=_use_color(args.color)))
         if paths:
@@ -90,6 +108,20 @@ def report_command(args: argparse.Namespace) -> int:
     if report.unexpected_failures:
         return 1
     return 2 if report.program_errors else 0
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,6 +187,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="also judge N random mutating programs of the differential fuzzer, whose "
         f"count of silently wrong gradients joins the headline; 0 for none (default: "
         f"{DEFAULT_FUZZ_PROGRAMS})",
+    )
+    report.add_argument(
+        "--generated",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="also run N random mutating programs drawn from "
+        "mutagrad.testing.strategies.programs() (needs hypothesis), each judged like a corpus "
+        "program and shown with its source; --select does not filter them (default: 0)",
+    )
+    report.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        metavar="S",
+        help="seed of the --generated programs and of the --fuzz programs: the same seed draws "
+        f"the same programs (default: {DEFAULT_SEED})",
+    )
+    report.add_argument(
+        "--no-timing",
+        dest="timing",
+        action="store_false",
+        help="judge every program but measure neither time nor memory (the time cells of the "
+        "report are then empty): for large --generated runs",
+    )
+    report.add_argument(
+        "--jobs",
+        type=_positive,
+        default=default_jobs(),
+        metavar="N",
+        help="run the programs in N worker processes, 1 for this process; the verdicts do not "
+        "depend on it, the timings do (default: the CPU count, here %(default)s)",
+    )
+    report.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the programs on the dask.distributed cluster of this scheduler "
+        '(tcp://host:8786) instead of local processes; needs pip install "dask[distributed]" '
+        "here and on the workers, which also need mutagrad",
     )
     report.add_argument(
         "--select",

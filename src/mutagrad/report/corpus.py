@@ -50,6 +50,10 @@ with the same keys, converted on loading). Each program is
     optional tolerances for comparing with finite differences (defaults:
     :data:`DEFAULT_RTOL`, and :data:`DEFAULT_ATOL` times the largest
     reference entry when that exceeds one).
+``code``
+    optional: the program's text, for a program that has no file to read it
+    from (``mutagrad report --generated N`` fills it in for the programs it
+    draws, :mod:`mutagrad.report.generated`); the report shows it.
 
 A minimal user corpus, ``my_corpus.py``::
 
@@ -141,6 +145,7 @@ class Program:
     known_issue: str = ""
     rtol: float | None = None
     atol: float | None = None
+    code: str = ""
 
     @property
     def argument_summary(self) -> str:

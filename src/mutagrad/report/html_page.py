@@ -8,7 +8,8 @@ how to get the plots instead.
 Order: the headline (mutagrad's wrong results, crashes and timeouts in red),
 the plots, the outcome table (programs as rows, mutagrad's modes and the peers
 as columns, colour-coded with the plots' colours, the error message or note
-as a tooltip), the corpus programs that fail on plain numpy, the counts and
+as a tooltip), the corpus programs that fail on plain numpy, the generated
+programs' source (``--generated N``: one folded block each), the counts and
 timings per system, how each peer runs a program and how the peers refuse
 (and why PyTorch is not among them), the counts per category, the poison
 errors with their verdicts, every measured number, the settings and the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+from mutagrad.report.generated import GENERATED_CATEGORY, listing
 from mutagrad.report.peers import (
     PEERS,
     PEERS_EXTRA_HINT,
@@ -44,7 +46,15 @@ from mutagrad.report.summary import (
     system_rows,
     why,
 )
-from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row
+from mutagrad.report.tables import (
+    NOT_TIMED,
+    REGENERATE,
+    generated_text,
+    measurement_header,
+    measurement_row,
+    timing_text,
+    workers_text,
+)
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -141,6 +151,8 @@ def _outcome_table(report: Report) -> str:
         about = " ".join(
             text for text in (program.description, program.known_issue or program.note) if text
         )
+        if program.code:
+            about += "\n\n" + program.code
         out.append(
             "<tr>"
             f'<td title="{escape(about)}">{_breakable(p.label)}</td>'
@@ -198,6 +210,27 @@ def _program_errors(report: Report) -> list[str]:
     ]
 
 
+def _generated_programs(report: Report) -> list[str]:
+    """Every generated program's source and arguments, folded, with its outcomes."""
+    generated = [p for p in report.programs if p.program.category == GENERATED_CATEGORY]
+    if not generated:
+        return []
+    parts = [
+        '<h2 id="generated">Generated programs</h2>',
+        f'<p class="note">{escape(generated_text(report))}: random straight-line numpy programs '
+        "with views and in-place writes, each judged like a corpus program. Open one for its "
+        "source and arguments (a0, a1, ...).</p>",
+    ]
+    for p in generated:
+        outcomes = ", ".join(f"{column_title(m)}: {p.mode(m).cell}" for m in report.systems)
+        code = "\n".join(listing(p.program))
+        parts.append(
+            f'<details id="{escape(p.name)}"><summary><b>{escape(p.name)}</b> '
+            f"{escape(outcomes)}</summary><pre>{escape(code)}</pre></details>"
+        )
+    return parts
+
+
 def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> str:
     """The page. ``plots``: SVGs to embed, ``True`` to draw them here, ``None`` for none."""
     if plots is True:
@@ -227,6 +260,8 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
                 parts.append(f'<div class="plot" id="plot-{name}">{plots[name]}</div>')
     else:
         parts.append(f'<p class="note" id="no-plots">{escape(INSTALL_HINT)}</p>')
+    if not report.settings.timing:
+        parts.append(f'<p class="note" id="not-timed">{escape(NOT_TIMED)}</p>')
 
     parts += ["<h2>Outcomes</h2>", _legend(), _outcome_table(report)]
     parts.append(
@@ -240,6 +275,7 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         f"the right one. {escape(ZYGOTE_EXPLAINED)}</p>"
     )
     parts += _program_errors(report)
+    parts += _generated_programs(report)
 
     parts.append("<h2>Per system</h2>")
     parts.append(_table(*system_rows(summary), numeric_from=2))
@@ -280,6 +316,8 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         parts.append(_table(header, known))
 
     parts.append("<h2>Measurements</h2>")
+    if not report.settings.timing:
+        parts.append(f'<p class="note">{escape(NOT_TIMED)}</p>')
     measurements = _table(
         measurement_header(report),
         [measurement_row(report, p) for p in report.programs],
@@ -293,10 +331,9 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         ("corpus", settings.corpus),
         ("modes", ", ".join(settings.modes)),
         ("peers", ", ".join(settings.peers) or "none"),
-        (
-            "timing",
-            f"median of {settings.repeats} samples of ~{settings.sample_seconds * 1e3:g} ms",
-        ),
+        ("generated programs", generated_text(report)),
+        ("timing", timing_text(settings)),
+        ("run in", workers_text(settings)),
         ("memory", "tracemalloc peak, in a separate call (mutagrad's modes only)"),
         ("tolerances", f"rtol {settings.rtol:g}, atol {settings.atol:g} x max(1, |reference|)"),
         ("finite-difference step", f"{settings.finite_difference_step:g}"),

@@ -3,7 +3,8 @@
 Sections: the headline (a mutagrad wrong result, crash or timeout in red
 where the viewer honours inline HTML, and in bold everywhere), the outcome
 table (programs as rows, mutagrad's modes and the peers as columns, then
-Zygote), the corpus programs that fail on plain numpy, the counts and timings
+Zygote), the corpus programs that fail on plain numpy, the generated
+programs' source (``--generated N``), the counts and timings
 per system, how each peer runs a program and how the peers refuse, the
 counts per category, the poison errors with their verdicts, every measured
 number per program, the settings and the environment, and how to regenerate
@@ -12,6 +13,7 @@ the file.
 
 from __future__ import annotations
 
+from mutagrad.report.generated import GENERATED_CATEGORY, listing
 from mutagrad.report.peers import PEERS, PEERS_EXTRA_HINT, PYTORCH_NOTE, column_title, system_label
 from mutagrad.report.runner import SILENTLY_WRONG, Outcome, Report
 from mutagrad.report.summary import (
@@ -23,7 +25,15 @@ from mutagrad.report.summary import (
     system_rows,
     why,
 )
-from mutagrad.report.tables import REGENERATE, measurement_header, measurement_row
+from mutagrad.report.tables import (
+    NOT_TIMED,
+    REGENERATE,
+    generated_text,
+    measurement_header,
+    measurement_row,
+    timing_text,
+    workers_text,
+)
 
 
 def _escape(text: str) -> str:
@@ -58,6 +68,23 @@ def _peers_section(report: Report) -> list[str]:
     header, rows = refusal_rows(report)
     if rows:
         parts += ["", "## How the peers refuse", "", _table(header, rows)]
+    return parts
+
+
+def _generated_programs(report: Report) -> list[str]:
+    generated = [p for p in report.programs if p.program.category == GENERATED_CATEGORY]
+    if not generated:
+        return []
+    parts = [
+        "",
+        "## Generated programs",
+        "",
+        f"{generated_text(report)}: random straight-line numpy programs with views and in-place "
+        "writes, each judged like a corpus program; its source and arguments (a0, a1, ...).",
+    ]
+    for p in generated:
+        outcomes = ", ".join(f"{column_title(m)}: {_cell(p.mode(m))}" for m in report.systems)
+        parts += ["", f"**{p.name}**: {outcomes}", "", "```python", *listing(p.program), "```"]
     return parts
 
 
@@ -107,6 +134,7 @@ def render_markdown(report: Report) -> str:
                 [[p.name, str(p.reference_error)] for p in report.program_errors],
             ),
         ]
+    parts += _generated_programs(report)
     parts += [
         "",
         "## Per system",
@@ -146,6 +174,8 @@ def render_markdown(report: Report) -> str:
         parts += ["", "## Known mutagrad bugs reproduced by the corpus", ""]
         parts.append(_table(header, known))
     parts += ["", "## Measurements", ""]
+    if not report.settings.timing:
+        parts += [NOT_TIMED, ""]
     parts.append(
         _table(measurement_header(report), [measurement_row(report, p) for p in report.programs])
     )
@@ -156,8 +186,14 @@ def render_markdown(report: Report) -> str:
         "",
         f"- corpus: `{settings.corpus}`; modes: {', '.join(settings.modes)}; "
         f"peers: {', '.join(settings.peers) or 'none'}",
-        f"- timing: median of {settings.repeats} samples of ~{settings.sample_seconds * 1e3:g} ms "
-        "each; peak memory from tracemalloc in a separate call (mutagrad's modes only)",
+        f"- generated programs: {generated_text(report)}",
+        f"- timing: {timing_text(settings)}"
+        + (
+            "; peak memory from tracemalloc in a separate call (mutagrad's modes only)"
+            if settings.timing
+            else ""
+        ),
+        f"- run in: {workers_text(settings)}",
         f"- tolerances: rtol {settings.rtol:g}, atol {settings.atol:g} x max(1, |reference|); "
         f"finite-difference step {settings.finite_difference_step:g}",
         f"- time limit per call: {settings.time_limit:g} s"

@@ -10,7 +10,8 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
                       "cpu_count", "load_average", "date"},
       "settings": {"corpus", "modes", "engines", "peers", "repeats",
                    "time_limit_seconds", "sample_seconds", "rtol", "atol",
-                   "finite_difference_step", "measure_memory"},
+                   "finite_difference_step", "measure_memory", "timing",
+                   "generated", "seed", "jobs", "scheduler"},
       "started": ISO 8601 date, "seconds": total run time,
       "summary": {"programs", "mutating", "accepted": {system: n},
                   "systems": {system: {"engine", "label", "right", "refused",
@@ -33,7 +34,7 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
                   "headline": [sentence, ...]},
       "programs": [
         {"name", "category", "description", "mutates", "zygote", "source",
-         "note", "known_issue", "arguments", "reference_error", "reference_seconds",
+         "note", "known_issue", "code", "arguments", "reference_error", "reference_seconds",
          "forward_seconds", "forward_sample_seconds", "forward_peak_bytes",
          "modes": {mode: RESULT}, "peers": {peer: RESULT}}
       ]
@@ -51,7 +52,12 @@ A *system* is one of mutagrad's modes or a peer (``jax``, ``autograd``,
 differs``, ``wrong`` (the gradient), ``crash``, ``timeout`` and ``program
 error`` (the program fails on plain numpy). Times are seconds per call,
 memory and copies in bytes; a number that was not measured (a refused call
-has no timing, a peer no memory or copies) is ``null``. Infinite differences
+has no timing, a peer no memory or copies, nothing is timed with
+``"timing": false``) is ``null``. ``generated`` programs (category
+``generated``) carry their source in ``code`` (empty for corpus programs) and
+their draw in ``source``; ``hypothesis`` joins the environment with them.
+``jobs`` is the number of worker processes (1: the report's own process),
+``scheduler`` the dask scheduler's address or ``null``. Infinite differences
 are written as the string ``"inf"`` so that the file stays strict JSON.
 """
 
@@ -112,6 +118,7 @@ def _program_entry(p: ProgramResult) -> dict[str, Any]:
         "source": program.source,
         "note": program.note,
         "known_issue": program.known_issue,
+        "code": program.code,
         "arguments": program.argument_summary,
         "reference_error": p.reference_error,
         "reference_seconds": _number(p.reference_seconds),
@@ -200,6 +207,11 @@ def results_document(report: Report) -> dict[str, Any]:
             "atol": settings.atol,
             "finite_difference_step": settings.finite_difference_step,
             "measure_memory": settings.measure_memory,
+            "timing": settings.timing,
+            "generated": settings.generated,
+            "seed": settings.seed,
+            "jobs": settings.jobs,
+            "scheduler": settings.scheduler,
         },
         "started": report.started,
         "seconds": report.seconds,

@@ -55,20 +55,35 @@ Every call gets fresh copies of the arguments and runs in a copy of the
 current context (:func:`mutagrad.report.limits.isolated`), under the per-call
 time limit (:func:`mutagrad.report.limits.time_limit`, ``SIGALRM``). A program
 that crashes or hangs is recorded as such and the run goes on.
+
+With ``timing=False`` (``--no-timing``) step 5 is skipped, and no duration is
+kept at all: every time and memory figure is ``None``.
+
+:func:`run_report` adds the generated programs (:mod:`mutagrad.report.generated`)
+and runs :func:`run_program` on each program in this process, in worker
+processes or on a dask cluster (:mod:`mutagrad.report.parallel`). A worker
+gets a :class:`ProgramTask` (the settings, and the program's name in the
+corpus, which the worker loads itself, with the arguments sent along; or a
+generated program's text and arguments) and sends back the result's fields
+(:func:`run_task`); :func:`attach` joins them to the caller's program. The
+verdicts are the same wherever a program runs.
 """
 
 from __future__ import annotations
 
 import datetime
 import enum
+import functools
 import gc
 import math
 import statistics
+import sys
 import time
 import traceback
 import tracemalloc
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
@@ -77,9 +92,17 @@ import numpy as np
 import mutagrad
 from mutagrad.core import modes
 from mutagrad.core.modes import UNCHECKED
-from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL, Program
+from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL, Program, load_corpus
 from mutagrad.report.environment import environment
+from mutagrad.report.generated import (
+    DEFAULT_SEED,
+    Draw,
+    as_program,
+    draw,
+    hypothesis_version,
+)
 from mutagrad.report.limits import ProgramTimeout, isolated, limit_available, time_limit
+from mutagrad.report.parallel import task_map
 from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
 from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
@@ -138,6 +161,16 @@ class Settings:
     measure_memory: bool = True
     fuzz_programs: int = 0
     """Random programs the differential fuzzer judges besides the corpus (0: none)."""
+    timing: bool = True
+    """Whether the calls are timed and their memory measured (``--no-timing``: neither)."""
+    generated: int = 0
+    """Programs drawn from :func:`mutagrad.testing.strategies.programs` besides the corpus."""
+    seed: int = DEFAULT_SEED
+    """Seed of the generated programs and of the differential fuzzer's."""
+    jobs: int = 1
+    """Worker processes the programs ran in (1: this process)."""
+    scheduler: str | None = None
+    """Address of the dask.distributed scheduler whose cluster ran the programs, if one did."""
 
     @property
     def peers(self) -> tuple[str, ...]:
@@ -743,6 +776,10 @@ def _with_timing(result: ModeResult, timed: _Timed | None) -> ModeResult:
     )
 
 
+def _untimed(result: ModeResult) -> ModeResult:
+    return attrs.evolve(result, seconds=None, samples=0, calls_per_sample=0)
+
+
 def run_program(program: Program, settings: Settings) -> ProgramResult:
     """The reference, every mode's and peer's verdict, then the timing and memory of what ran."""
     reference = _reference(program, settings)
@@ -758,6 +795,12 @@ def run_program(program: Program, settings: Settings) -> ProgramResult:
             modes=tuple(r for r, _ in judged),
             peers=tuple(r for r, _ in judged_peers),
             reference_error=reference.error,
+        )
+    if not settings.timing:  # --no-timing: not even the judged calls' durations are kept
+        return ProgramResult(
+            program=program,
+            modes=tuple(_untimed(r) for r, _ in judged),
+            peers=tuple(_untimed(r) for r, _ in judged_peers),
         )
     assert reference.forward_seconds is not None
     forward = _Timed(_forward_call(program), reference.forward_seconds)
@@ -784,6 +827,94 @@ def run_program(program: Program, settings: Settings) -> ProgramResult:
     )
 
 
+# ---------------------------------------------------------------------------
+# Tasks: one program, run in any process (:mod:`mutagrad.report.parallel`)
+
+
+@attrs.frozen
+class ProgramTask:
+    """One program to run anywhere: found by name in ``corpus``, or generated from ``drawn``."""
+
+    settings: Settings
+    name: str
+    args: tuple[Any, ...] = attrs.field(eq=False)
+    corpus: str | None = None
+    drawn: Draw | None = None
+
+
+def corpus_reference(corpus: str) -> str:
+    """``corpus`` as another process finds it: a file's absolute path, or the module name."""
+    path = Path(corpus)
+    if corpus.endswith(".py") or path.is_file():
+        return str(path.resolve())
+    return corpus
+
+
+def make_tasks(
+    programs: Sequence[Program], drawn: dict[str, Draw], settings: Settings
+) -> list[ProgramTask]:
+    """The tasks for ``programs``: generated ones by their draw, the others by name in the corpus.
+
+    Raises ``ValueError`` for a program that is neither generated nor found by
+    its name in the corpus ``settings.corpus`` (built by hand, say): another
+    process could not find its function.
+    """
+    tasks = []
+    names: set[str] | None = None
+    for program in programs:
+        if program.name in drawn:
+            tasks.append(
+                ProgramTask(settings, program.name, program.args, drawn=drawn[program.name])
+            )
+            continue
+        if names is None:
+            try:
+                names = {p.name for p in load_corpus(settings.corpus)} if settings.corpus else set()
+            except Exception:
+                names = set()
+        if program.name not in names:
+            raise ValueError(
+                f"program {program.name!r} is not in the corpus {settings.corpus!r}, so a worker "
+                "process cannot load it: run it with jobs=1"
+            )
+        reference = corpus_reference(settings.corpus)
+        tasks.append(ProgramTask(settings, program.name, program.args, corpus=reference))
+    return tasks
+
+
+@functools.lru_cache(maxsize=8)
+def _corpus_programs(corpus: str, version: int | None) -> dict[str, Program]:
+    return {p.name: p for p in load_corpus(corpus)}
+
+
+def task_program(task: ProgramTask) -> Program:
+    """The program a task names, built in this process (a corpus is loaded once per version)."""
+    if task.drawn is not None:
+        return as_program(task.drawn)
+    assert task.corpus is not None
+    path = Path(task.corpus)
+    version = path.stat().st_mtime_ns if path.is_file() else None  # a long-lived dask worker
+    program = _corpus_programs(task.corpus, version)[task.name]
+    return attrs.evolve(program, args=task.args)
+
+
+def detach(result: ProgramResult) -> dict[str, Any]:
+    """A result's fields but the program, whose function may not travel between processes."""
+    fields = attrs.asdict(result, recurse=False)
+    del fields["program"]
+    return fields
+
+
+def attach(fields: dict[str, Any], program: Program) -> ProgramResult:
+    """The result again, with the caller's own program record."""
+    return ProgramResult(program=program, **fields)
+
+
+def run_task(task: ProgramTask) -> dict[str, Any]:
+    """Run one program (in a worker): :func:`run_program`, the result detached from the program."""
+    return detach(run_program(task_program(task), task.settings))
+
+
 def run_report(
     programs: Sequence[Program],
     *,
@@ -797,19 +928,35 @@ def run_report(
     atol: float = DEFAULT_ATOL,
     measure_memory: bool = True,
     fuzz_programs: int = 0,
+    generated: int = 0,
+    seed: int = DEFAULT_SEED,
+    timing: bool = True,
+    jobs: int = 1,
+    scheduler: str | None = None,
     progress: TextIO | None = None,
 ) -> Report:
     """Run every program in every mode and on every peer of ``engines``; show progress.
 
     ``engines`` is mutagrad followed by peer names (:data:`mutagrad.report.peers.PEERS`);
-    it defaults to mutagrad alone. Progress goes to ``progress`` (default:
-    standard error): a bar redrawn in place on a terminal, one line per
-    category (and at least every few dozen programs) elsewhere.
+    it defaults to mutagrad alone. ``generated`` programs drawn from
+    :func:`mutagrad.testing.strategies.programs` with ``seed``
+    (:mod:`mutagrad.report.generated`) follow ``programs``; ``seed`` also
+    seeds the differential fuzzer's ``fuzz_programs``. ``timing=False``
+    measures neither time nor memory. The programs run in this process
+    (``jobs`` 1), in ``jobs`` worker processes, or on the dask.distributed
+    cluster of ``scheduler`` (:mod:`mutagrad.report.parallel`); a program a
+    worker runs must be one of the corpus ``corpus`` (found there by its name)
+    or a generated one. The verdicts are the same either way. Progress goes to
+    ``progress`` (default: standard error): a bar redrawn in place on a
+    terminal, one line per category (and at least every few dozen programs)
+    elsewhere.
     """
     unknown = [e for e in engines if e != MUTAGRAD and e not in PEERS]
     if unknown:
         raise ValueError(f"unknown engines: {', '.join(unknown)}")
     engines = (MUTAGRAD, *(e for e in dict.fromkeys(engines) if e != MUTAGRAD))
+    total = len(programs) + max(generated, 0)
+    workers = 1 if scheduler else max(1, min(jobs, total))
     settings = Settings(
         corpus=corpus,
         modes=tuple(modes),
@@ -819,24 +966,52 @@ def run_report(
         sample_seconds=sample_seconds,
         rtol=rtol,
         atol=atol,
-        measure_memory=measure_memory,
+        measure_memory=measure_memory and timing,
         fuzz_programs=fuzz_programs,
+        timing=timing,
+        generated=max(generated, 0),
+        seed=seed,
+        jobs=workers,
+        scheduler=scheduler or None,
     )
     started = datetime.datetime.now(datetime.timezone.utc)
     machine = environment(settings.peers)  # before the run: the load average says how busy
+    if settings.generated:
+        machine["hypothesis"] = hypothesis_version()
     clock = time.perf_counter()
-    shown = Progress(len(programs), progress)
-    results = []
-    try:
-        for done, program in enumerate(programs):
-            shown.starting(done, program.name, program.category)
-            results.append(run_program(program, settings))
-        shown.finished()
-    finally:
-        shown.close()
+    results: list[ProgramResult] = []
+    with task_map(workers, scheduler) as mapper:
+        drawn: dict[str, Draw] = {}
+        if settings.generated:
+            _say(progress, f"drawing {settings.generated} programs from "
+                 f"mutagrad.testing.strategies.programs() (seed {seed})")  # fmt: skip
+            draws = mapper(draw, [(seed, k) for k in range(settings.generated)])
+            drawn = {d.name: d for d in draws}
+        everything = (*programs, *(as_program(d) for d in drawn.values()))
+        clash = {p.name for p in programs} & drawn.keys()
+        if clash:
+            raise ValueError(
+                f"corpus programs are named like generated ones: {', '.join(sorted(clash))}"
+            )
+        shown = Progress(len(everything), progress)
+        try:
+            if workers == 1 and not scheduler:
+                for done, program in enumerate(everything):
+                    shown.starting(done, program.name, program.category)
+                    results.append(run_program(program, settings))
+            else:
+                outcomes = mapper(run_task, make_tasks(everything, drawn, settings))
+                for done, program in enumerate(everything):
+                    shown.starting(done, program.name, program.category)
+                    results.append(attach(next(outcomes), program))
+            shown.finished()
+        finally:
+            shown.close()
     # Beyond the corpus: random programs, judged the same way (numpy's value, finite
     # differences), so that "no gradient silently wrong" is not a claim about 117 programs.
-    fuzz = fuzz_figures(fuzz_programs, seed=0) if fuzz_programs > 0 else None
+    # In this process: the fuzzer's own worker pool forks, which a process that has imported
+    # a peer (JAX's threads) must not do.
+    fuzz = fuzz_figures(fuzz_programs, seed=seed) if fuzz_programs > 0 else None
     return Report(
         settings=settings,
         programs=tuple(results),
@@ -845,3 +1020,9 @@ def run_report(
         seconds=time.perf_counter() - clock,
         fuzz=fuzz,
     )
+
+
+def _say(stream: TextIO | None, line: str) -> None:
+    stream = stream if stream is not None else sys.stderr
+    stream.write(line + "\n")
+    stream.flush()

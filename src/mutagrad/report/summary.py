@@ -125,6 +125,10 @@ class Summary:
     """Per category, in corpus order: programs, accepted per mode and peer, poison verdicts."""
     fuzz: FuzzFigures | None = None
     """The differential fuzzer's run beside the corpus, when there was one."""
+    generated: int = 0
+    """Of the programs, those drawn from :func:`mutagrad.testing.strategies.programs`."""
+    seed: int = 0
+    """The seed they were drawn with."""
 
     @property
     def poison_errors(self) -> int:
@@ -186,6 +190,8 @@ def summarize(report: Report) -> Summary:
         )
     return Summary(
         fuzz=report.fuzz,
+        generated=report.settings.generated,
+        seed=report.settings.seed,
         programs=len(report.programs),
         mutating=sum(1 for p in report.programs if p.program.mutates),
         modes=report.modes,
@@ -397,6 +403,14 @@ def headline(summary: Summary) -> list[Sentence]:
             + " (PyTorch cannot run numpy code unchanged)"
         )
     sentences = [Sentence(first + ".")]
+    if summary.generated:
+        sentences.append(
+            Sentence(
+                f"{summary.generated} of them are random mutating programs drawn from "
+                f"mutagrad.testing.strategies.programs() with seed {summary.seed} (their source "
+                "is under Generated programs)."
+            )
+        )
     if summary.program_errors:
         sentences.append(
             Sentence(

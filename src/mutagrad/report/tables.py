@@ -10,13 +10,47 @@ s), memory in KiB, ratios as ``12.3x``; a value that was not measured is "–".
 
 from __future__ import annotations
 
+from typing import Any
+
 from mutagrad.report.runner import ProgramResult, Report
 
 MISSING = "–"
 REGENERATE = (
     "make report  (or: python -m mutagrad report --out DIR [--corpus path_or_module] "
-    "[--engines mutagrad,jax,autograd,mygrad] [--repeats N] [--time-limit SECONDS])"
+    "[--engines mutagrad,jax,autograd,mygrad] [--repeats N] [--time-limit SECONDS] "
+    "[--generated N --seed S] [--no-timing] [--jobs N | --scheduler ADDRESS])"
 )
+NOT_TIMED = (
+    "Not timed (--no-timing): every time and memory cell is –, and there are no timing plots."
+)
+
+
+def timing_text(settings: Any) -> str:
+    """How the calls were timed, for the settings table."""
+    if not settings.timing:
+        return "not timed (--no-timing)"
+    return f"median of {settings.repeats} samples of ~{settings.sample_seconds * 1e3:g} ms"
+
+
+def workers_text(settings: Any) -> str:
+    """Where the programs ran: this process, worker processes, or a dask cluster."""
+    if settings.scheduler:
+        return f"the dask.distributed cluster of the scheduler {settings.scheduler}"
+    if settings.jobs > 1:
+        return f"{settings.jobs} worker processes"
+    return "this process"
+
+
+def generated_text(report: Report) -> str:
+    """How many programs were generated, from what, with which seed."""
+    settings = report.settings
+    if not settings.generated:
+        return "none"
+    version = report.environment.get("hypothesis")
+    return (
+        f"{settings.generated}, drawn from mutagrad.testing.strategies.programs() with seed "
+        f"{settings.seed}" + (f" (hypothesis {version})" if version else "")
+    )
 
 
 def seconds_text(seconds: float | None) -> str:

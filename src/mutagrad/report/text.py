@@ -3,12 +3,16 @@
 :func:`render_text` gives the headline (wrong gradients, crashes and timeouts
 in red when ``color`` is on), an aligned table (one row per program, one
 column per mode, then what Zygote does), a legend, and, when there are any, a
-block listing the results that mean a bug.
+block listing the results that mean a bug. Generated programs
+(``--generated N``, maybe thousands) get no row of the table, only their
+counts in the per-mode and per-category tables; one that means a bug is
+listed with its source.
 """
 
 from __future__ import annotations
 
 from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL
+from mutagrad.report.generated import GENERATED_CATEGORY, listing
 from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, Report
 from mutagrad.report.summary import category_rows, headline, summarize
 
@@ -50,7 +54,8 @@ def render_table(report: Report, color: bool = False) -> str:
     header = ["program", "category", *report.systems, ZYGOTE_HEADER]
     rows = [header]
     results = []
-    for p in report.programs:
+    shown = [p for p in report.programs if p.program.category != GENERATED_CATEGORY]
+    for p in shown:
         row_results = [p.mode(m) for m in report.systems]
         results.append(row_results)
         rows.append(
@@ -59,7 +64,7 @@ def render_table(report: Report, color: bool = False) -> str:
     aligned = _align(rows)
     width = len("  ".join(aligned[0]).rstrip())
     lines = ["  ".join(aligned[0]).rstrip(), "-" * width]
-    for p, cells, row_results in zip(report.programs, aligned[1:], results):
+    for p, cells, row_results in zip(shown, aligned[1:], results):
         first = len(cells) - len(report.systems) - 1
         painted = list(cells)
         for i, r in enumerate(row_results):
@@ -68,6 +73,12 @@ def render_table(report: Report, color: bool = False) -> str:
         if any(r.outcome in SILENTLY_WRONG for r in p.modes):
             line += "  " + _paint(WRONG_MARKER, RED, color)
         lines.append(line)
+    generated = len(report.programs) - len(shown)
+    if generated:
+        lines.append(
+            f"(and {generated} generated programs, counted in the tables below; "
+            "each one's row and source are in index.html and report.md)"
+        )
     return "\n".join(lines)
 
 
@@ -110,9 +121,18 @@ def render_failures(report: Report) -> str:
             lines.append(f"  TIMEOUT  {program} [{modes}]: {r.error_message}")
         else:
             lines.append(f"  CRASH    {program} [{modes}]: {r.error_type}: {r.error_message}")
+        code = report.program(program).program.code
+        if code:
+            lines += ["           " + line for line in _reproduction(report, program)]
     if not lines:
         return ""
     return "\n".join(["BUGS (a wrong gradient, a crash or a hang must never happen):", *lines])
+
+
+def _reproduction(report: Report, name: str) -> list[str]:
+    """A generated program's source and arguments, to paste into a bug report."""
+    program = report.program(name).program
+    return [*listing(program), f"# {program.source}"]
 
 
 def render_program_errors(report: Report) -> str:
