@@ -653,3 +653,29 @@ def test_an_overlapping_write_numpy_copies_element_by_element_is_refused():
     for mode in MODES:
         with pytest.raises(mutagrad.MutagradError):
             mutagrad.gradient(writes_every_other_from_itself, a.copy()[::-1], mode=mode)
+
+
+def writes_a_traced_value_through_flat(x):
+    y = np.zeros((3, 2))
+    y.flat[0] = x[0]  # numpy catches the conversion error and raises its own ValueError
+    return np.sum(y)
+
+
+def test_numpys_replacement_of_a_conversion_error_is_undone():
+    # The fuzzer's one crash class: numpy's flat setitem replaces mutagrad's
+    # TracerConversionError with "ValueError: Error setting single item of array."
+    for mode in MODES:
+        with pytest.raises(mutagrad.TracerConversionError, match="a traced value into a raw array"):
+            mutagrad.gradient(writes_a_traced_value_through_flat, np.ones(3), mode=mode)
+
+
+def test_the_programs_own_errors_pass_through_unchanged():
+    def f(x):
+        try:
+            float(x[0])  # a conversion error, handled by the program
+        except mutagrad.TracerConversionError:
+            pass
+        raise ValueError("the program's own")
+
+    with pytest.raises(ValueError, match="the program's own"):
+        mutagrad.gradient(f, np.ones(3))

@@ -57,9 +57,9 @@ from mutagrad.core.wrapped import (
     traced_handle,
     wrap,
 )
-from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.errors import MutagradError, NotDifferentiableError, forget_conversion_errors
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
-from mutagrad.tracebacks import api_boundary
+from mutagrad.tracebacks import api_boundary, conversion_hidden_by
 
 # What a nested (recorded) sweep makes its traced values with.
 RECORDING = Lift(traced_handle, traced_densify)
@@ -322,8 +322,16 @@ class GradientCall:
         token = STATE.set(self.trace)
         try:
             out = f(*self.args, **kwargs) if kwargs else f(*self.args)
+        except MutagradError:
+            raise
+        except Exception as error:
+            hidden = conversion_hidden_by(error)
+            if hidden is not None:
+                raise hidden from error  # numpy raised its own error in place of mutagrad's
+            raise
         finally:
             STATE.reset(token)
+            forget_conversion_errors()
         if self.watched:
             self.check_arguments_unchanged()
         return out

@@ -19,6 +19,9 @@ code (file:line), and how to fix it.
 
 from __future__ import annotations
 
+import sys
+from contextvars import ContextVar
+
 
 class MutagradError(Exception):
     """Base class of every error mutagrad raises."""
@@ -41,7 +44,40 @@ class FrozenBufferError(MutagradError):
 
 
 class TracerConversionError(MutagradError, TypeError):
-    """A traced value was converted to a raw ndarray or Python number, losing its gradient."""
+    """A traced value was converted to a raw ndarray or Python number, losing its gradient.
+
+    The last one made is remembered (:func:`last_conversion_error`): numpy's C
+    code sometimes replaces it with an error of its own and no context
+    (``raw.flat[0] = traced`` raises ``ValueError: Error setting single item
+    of array``), and the gradient call raises this one instead.
+    """
+
+    def __init__(self, *args: object):
+        super().__init__(*args)
+        # numpy drops the traceback of an error it replaces: where it was made is kept
+        # here, as (code, offset) pairs, innermost first.
+        stack = []
+        frame = sys._getframe(1)
+        while frame is not None and len(stack) < 40:
+            stack.append((frame.f_code, frame.f_lasti))
+            frame = frame.f_back
+        self.stack = stack
+        _LAST_CONVERSION.set(self)
+
+
+_LAST_CONVERSION: ContextVar[TracerConversionError | None] = ContextVar(
+    "mutagrad_last_conversion", default=None
+)
+
+
+def last_conversion_error() -> TracerConversionError | None:
+    """The TracerConversionError made last in this context (None before any)."""
+    return _LAST_CONVERSION.get()
+
+
+def forget_conversion_errors() -> None:
+    """Forget the last TracerConversionError (a gradient call ended)."""
+    _LAST_CONVERSION.set(None)
 
 
 class MissingRuleError(MutagradError, NotImplementedError):

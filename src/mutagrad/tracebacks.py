@@ -34,8 +34,9 @@ from mutagrad.core.sites import (
     format_site,
     innermost_user_site,
     user_site_from,
+    user_site_in,
 )
-from mutagrad.errors import MutagradError
+from mutagrad.errors import MutagradError, TracerConversionError, last_conversion_error
 
 FILTERING_VARIABLE = "MUTAGRAD_TRACEBACK_FILTERING"
 HIDDEN_FRAMES_NOTE = (
@@ -71,6 +72,23 @@ def api_boundary(fn: Function) -> Function:
             raise for_the_user(error, sys._getframe(1))  # noqa: B904
 
     return entry_point  # type: ignore[return-value]
+
+
+def conversion_hidden_by(error: BaseException) -> TracerConversionError | None:
+    """The TracerConversionError that numpy replaced with ``error``, if it did.
+
+    numpy's C code catches the error a traced value's ``__float__`` raises
+    and raises its own without context. If the last conversion error was
+    raised at the same line of the user's code as ``error``, it is the cause.
+    """
+    last = last_conversion_error()
+    if last is None or error.__traceback__ is None:
+        return None
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    site = user_site_from(tb.tb_frame)
+    return last if site is not None and site == user_site_in(last.stack) else None
 
 
 def filtering_enabled() -> bool:

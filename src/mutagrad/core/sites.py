@@ -80,6 +80,20 @@ def user_site_from(frame: FrameType | None) -> Site | None:
     return None
 
 
+def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
+    """:func:`user_site_from` for a snapshot of a stack: ``(code, offset)`` pairs, innermost first.
+
+    A live frame's offset moves on as its code runs; a snapshot keeps where
+    each frame was when it was taken.
+    """
+    for code, offset in stack:
+        if code in _internal_code:
+            continue
+        if code in _user_sites or _classify(code) is not None:
+            return (code, offset)
+    return None
+
+
 def _classify(code: CodeType) -> dict[int, Site] | None:
     """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
     if code.co_filename.startswith(_INTERNAL_PREFIXES):
