@@ -129,9 +129,6 @@ class Frozen:
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
 
-    def __bool__(self) -> bool:
-        return bool(self.arrays)
-
     def freeze(self, x: np.ndarray) -> bool:
         """Make ``x`` and the arrays it views read-only; False if that could not be undone."""
         if x.base is None:  # the common case: the caller's own array
@@ -427,7 +424,7 @@ class GradientCall:
         return self.rebuild(grads)
 
     def finish(self) -> None:
-        if self.frozen:
+        if self.frozen.arrays:
             self.thaw()
         for w in self.borrowed:
             if w._views:  # views of an input and the input point at each other:

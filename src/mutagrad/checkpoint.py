@@ -285,7 +285,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     try:
         out = f(*received)
     except ValueError as error:
-        if "read-only" in str(error) and read_only:
+        if "read-only" in str(error) and read_only.arrays:
             raise _write_refused(
                 name,
                 site,

@@ -261,10 +261,16 @@ def owned_value(value: Any) -> Any:
 def _mutable(value: Any) -> bool:
     """Whether ``value`` holds an array or a container the program could change later."""
     kind = type(value)
+    if kind in _ATOMS:
+        return False
     if kind is np.ndarray or kind is list or getattr(kind, "_mutagrad_traced", False):
         return True
     if kind is tuple or kind is dict:
         for v in value.values() if kind is dict else value:
-            if _mutable(v):
+            if type(v) not in _ATOMS and _mutable(v):
                 return True
     return False
+
+
+# Values no program can change in place: the keywords of most calls (axis=None, keepdims=False).
+_ATOMS = frozenset({type(None), bool, int, float, str, np.float64, np.int64, np.bool_})
