@@ -194,11 +194,12 @@ def test_without_timing_every_time_and_memory_cell_is_absent():
 
 def test_worker_processes_give_the_verdicts_of_this_process():
     programs = load_corpus(str(SMALL_CORPUS))
-    options = {"generated": 6, "seed": 2, "timing": False}
+    options = {"generated": 6, "seed": 2, "timing": False, "fuzz_programs": 20}
     here = _report(programs, str(SMALL_CORPUS), jobs=1, **options)
     workers = _report(programs, str(SMALL_CORPUS), jobs=2, **options)
     assert here.settings.jobs == 1 and workers.settings.jobs == 2
     assert verdicts(workers) == verdicts(here)
+    assert workers.fuzz == here.fuzz and workers.fuzz.programs == 20 and workers.fuzz.seed == 2
     assert len(workers.programs) == len(programs) + 6
     assert [p.program for p in workers.programs[:4]] == list(programs)  # the caller's records
     assert "2 worker processes" in render_markdown(workers)

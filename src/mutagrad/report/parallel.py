@@ -74,17 +74,22 @@ def _dask_client(address: str, timeout: float) -> Any:
 
 
 def _dask_map(client: Any, function: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
-    # Closing the client releases whatever is left (after an error, say).
+    # Submitted now, as ProcessPoolExecutor.map does, so that tasks mapped one after the
+    # other run side by side. Closing the client releases whatever is left (after an error).
     futures = client.map(function, list(items), pure=False)
-    for future in futures:
-        yield future.result()
+    return (future.result() for future in futures)
 
 
 @contextlib.contextmanager
 def task_map(
     jobs: int = 1, scheduler: str | None = None, connect_timeout: float = 30.0
 ) -> Iterator[Mapper]:
-    """A ``map(function, items)`` running in ``jobs`` processes or on a dask cluster, in order."""
+    """A ``map(function, items)`` running in ``jobs`` processes or on a dask cluster, in order.
+
+    In processes and on a cluster the tasks are submitted when ``map`` is
+    called, and run while the caller maps more; here they run as the caller
+    takes the results.
+    """
     if scheduler:
         client = _dask_client(scheduler, connect_timeout)
         try:

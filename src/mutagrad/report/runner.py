@@ -915,6 +915,12 @@ def run_task(task: ProgramTask) -> dict[str, Any]:
     return detach(run_program(task_program(task), task.settings))
 
 
+def run_fuzz(task: tuple[int, int]) -> FuzzFigures:
+    """The differential fuzzer's figures for ``task = (programs, seed)`` (in a worker)."""
+    programs, seed = task
+    return fuzz_figures(programs, seed=seed)
+
+
 def run_report(
     programs: Sequence[Program],
     *,
@@ -981,6 +987,11 @@ def run_report(
     clock = time.perf_counter()
     results: list[ProgramResult] = []
     with task_map(workers, scheduler) as mapper:
+        # The fuzzer's run is one task, submitted first: in worker processes or on a cluster
+        # it runs beside the programs (here, after them). It gets no jobs of its own: the
+        # fuzzer's pool forks, which a process that has imported a peer (JAX's threads) must
+        # not do.
+        fuzzing = mapper(run_fuzz, [(fuzz_programs, seed)]) if fuzz_programs > 0 else None
         drawn: dict[str, Draw] = {}
         if settings.generated:
             _say(progress, f"drawing {settings.generated} programs from "
@@ -1007,11 +1018,9 @@ def run_report(
             shown.finished()
         finally:
             shown.close()
-    # Beyond the corpus: random programs, judged the same way (numpy's value, finite
-    # differences), so that "no gradient silently wrong" is not a claim about 117 programs.
-    # In this process: the fuzzer's own worker pool forks, which a process that has imported
-    # a peer (JAX's threads) must not do.
-    fuzz = fuzz_figures(fuzz_programs, seed=seed) if fuzz_programs > 0 else None
+        # Beyond the corpus: random programs, judged the same way (numpy's value, finite
+        # differences), so that "no gradient silently wrong" is not a claim about 117 programs.
+        fuzz = next(fuzzing) if fuzzing is not None else None
     return Report(
         settings=settings,
         programs=tuple(results),
