@@ -2,7 +2,8 @@
 
 Layers import downward only: ``errors`` <- ``core`` <- ``rules`` <- the API
 modules <- the tools (``testing``, ``report``, ``coverage``, ``__main__``).
-Every import counts, including one inside a function.
+Every import counts, including one inside a function, and so does the
+package ``__init__`` that importing a module of another package runs first.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 target = target.rpartition(".")[0]
             if target and target != name and target != "mutagrad":
                 found.add(target)
+            # Importing a.b.c runs package a.b's __init__ first (unless a.b is the
+            # importer's own package, already being imported).
+            parent = target.rpartition(".")[0]
+            while parent and parent != "mutagrad":
+                if parent in known and not f"{name}.".startswith(f"{parent}."):
+                    found.add(parent)
+                parent = parent.rpartition(".")[0]
     return found
 
 

@@ -27,10 +27,10 @@ from mutagrad.report import (
     run_program,
     run_report,
 )
-from mutagrad.report.limits import ProgramTimeout, limit_available, time_limit
 from mutagrad.report.progress import LOG_EVERY, Progress
 from mutagrad.report.runner import Settings, compare
 from mutagrad.report.text import WRONG_MARKER
+from mutagrad.testing.limits import ProgramTimeout, limit_available, time_limit
 
 POINT = np.array([0.3, -1.2, 0.8, 2.0])
 FAST = Settings(corpus="test", repeats=1, sample_seconds=1e-4, measure_memory=False)

@@ -28,10 +28,10 @@ from mutagrad.report import (
     run_report,
 )
 from mutagrad.report.generated import GENERATED_CATEGORY, draw, draw_program, listing
-from mutagrad.report.limits import ProgramTimeout, time_limit
 from mutagrad.report.parallel import DASK_HINT, default_jobs
 from mutagrad.report.summary import headline, summarize
 from mutagrad.report.tables import MISSING, NOT_TIMED, measurement_row
+from mutagrad.testing.limits import ProgramTimeout, time_limit
 
 SMALL_CORPUS = Path(__file__).with_name("small_corpus.py")
 

@@ -16,7 +16,7 @@ the items' order:
   for a scheduler. Its workers need mutagrad (and the peers that run), the
   same versions, and for a corpus given as a file, that file at the same
   path. They run tasks in threads, where the per-call time limit is raised by
-  a timer thread (:mod:`mutagrad.report.limits`): it interrupts Python code,
+  a timer thread (:mod:`mutagrad.testing.limits`): it interrupts Python code,
   not a blocking call into C such as ``time.sleep``. Start the workers with
   one thread each (``dask worker ADDRESS --nthreads 1``) when the timings or
   the memory figures matter: threads of one process share its CPU time and

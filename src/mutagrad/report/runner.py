@@ -52,8 +52,8 @@ For each :class:`~mutagrad.report.corpus.Program` the runner
    judged call.
 
 Every call gets fresh copies of the arguments and runs in a copy of the
-current context (:func:`mutagrad.report.limits.isolated`), under the per-call
-time limit (:func:`mutagrad.report.limits.time_limit`, ``SIGALRM``). A program
+current context (:func:`mutagrad.testing.limits.isolated`), under the per-call
+time limit (:func:`mutagrad.testing.limits.time_limit`, ``SIGALRM``). A program
 that crashes or hangs is recorded as such and the run goes on.
 
 With ``timing=False`` (``--no-timing``) step 5 is skipped, and no duration is
@@ -101,12 +101,12 @@ from mutagrad.report.generated import (
     draw,
     hypothesis_version,
 )
-from mutagrad.report.limits import ProgramTimeout, isolated, limit_available, time_limit
 from mutagrad.report.parallel import task_map
 from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
 from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
 from mutagrad.testing.fuzz import FuzzFigures, fuzz_figures
+from mutagrad.testing.limits import ProgramTimeout, isolated, limit_available, time_limit
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 DEFAULT_REPEATS = 5

@@ -60,8 +60,8 @@ import numpy as np
 
 import mutagrad
 from mutagrad.core import modes
-from mutagrad.report.limits import ProgramTimeout, isolated, time_limit
 from mutagrad.testing.finite_differences import numerical_gradient
+from mutagrad.testing.limits import ProgramTimeout, isolated, time_limit
 
 __all__ = [
     "MODES",

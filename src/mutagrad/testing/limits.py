@@ -1,4 +1,4 @@
-"""A per-call time limit for the report's runner, and isolation of each call's context.
+"""A per-call time limit (for the report and the fuzzer), and isolation of each call's context.
 
 :func:`time_limit` arms ``SIGALRM`` (``signal.setitimer``) for the duration of a
 block and raises :class:`ProgramTimeout` in it when the limit passes, so a
