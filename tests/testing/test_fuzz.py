@@ -217,6 +217,21 @@ def test_programs_numpy_rejects_or_that_are_not_smooth_are_discarded():
     assert at_a_jump.discarded.startswith("not smooth at the input")
 
 
+def test_a_kink_closer_than_both_steps_is_discarded_not_wrong():
+    # Found by the 100,000-program run of seed 6000: log1p(x * x) is 6e-5 below
+    # clip's bound at x = 1.310774 in float32, inside both steps (1e-3, 1e-2), whose
+    # estimates agree with each other (0.863, 0.872) and not with the true 1.0629.
+    source = (
+        "def make(a0):\n"
+        "    def f(x):\n"
+        "        t1 = np.log1p(x * x)\n"
+        "        return np.sum(np.tanh(t1.clip(-1.0, 1.0)))\n"
+        "    return f, (a0.astype(np.float32),)"
+    )
+    verdict = judge(program(source, [0.5, 1.310774], low_precision=True))
+    assert verdict.discarded.startswith("not smooth at the input: a finer")
+
+
 def test_the_reproduction_script_runs_the_program(capsys):
     source = "def make(a0):\n    def f(x):\n        return np.sum(x * x)\n    return f, (a0[::-1],)"
     for drawn in (WRITES, program(source, [0.5, 2.0])):

@@ -1799,16 +1799,20 @@ class _Tolerance:
     """Finite-difference steps and comparison tolerances for one precision."""
 
     steps: tuple[float, float]
+    # Looked at only when a gradient disagrees with both estimates: a kink
+    # closer to the input than the steps (a clip bound 6e-5 away in float32)
+    # bends both estimates alike, and a finer one shows it.
+    finer_step: float
     gradient_rtol: float
     gradient_atol: float  # scaled by max(1, the largest reference entry)
     value_rtol: float
 
 
 _FLOAT64_TOLERANCE = _Tolerance(
-    steps=(1e-6, 1e-4), gradient_rtol=1e-5, gradient_atol=1e-5, value_rtol=1e-9
+    steps=(1e-6, 1e-4), finer_step=1e-8, gradient_rtol=1e-5, gradient_atol=1e-5, value_rtol=1e-9
 )
 _FLOAT32_TOLERANCE = _Tolerance(
-    steps=(1e-3, 1e-2), gradient_rtol=1e-2, gradient_atol=1e-2, value_rtol=1e-5
+    steps=(1e-3, 1e-2), finer_step=1e-4, gradient_rtol=1e-2, gradient_atol=1e-2, value_rtol=1e-5
 )
 _LARGEST_VALUE = 1e8
 
@@ -2038,7 +2042,31 @@ def judge(program: FuzzProgram, modes: Sequence[str] = MODES, seconds: float = 1
     reference = _reference(program)
     if isinstance(reference, str):
         return Verdict(program, discarded=reference)
-    return Verdict(program, tuple(_judge_mode(program, m, reference, seconds) for m in modes))
+    results = tuple(_judge_mode(program, m, reference, seconds) for m in modes)
+    disputed = any(
+        r.outcome is Outcome.WRONG and r.detail.startswith("gradient of") for r in results
+    )
+    if disputed and not _smooth_within_the_steps(program, reference):
+        return Verdict(program, discarded=_KINK_WITHIN_THE_STEPS)
+    return Verdict(program, results)
+
+
+_KINK_WITHIN_THE_STEPS = (
+    "not smooth at the input: a finer finite-difference estimate differs from the two"
+)
+
+
+def _smooth_within_the_steps(program: FuzzProgram, reference: _Reference) -> bool:
+    """Whether an estimate at the finer step agrees with the first of the two estimates."""
+    tolerance = reference.tolerance
+    with _quiet():
+        finer = numerical_gradient(
+            lambda *xs: _plain_value(program, xs), *program.inputs, eps=tolerance.finer_step
+        )
+    return all(
+        _close(np.asarray(g, dtype=float), coarse, tolerance)
+        for g, coarse in zip(finer, reference.estimates[0])
+    )
 
 
 def _failure_kind(result: ModeResult) -> tuple[Outcome, str]:
