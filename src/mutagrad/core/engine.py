@@ -187,15 +187,21 @@ class Node:
         inputs: tuple[Node | None, ...],
         tape: Tape,
         tag: int,
-        shape: tuple[int, ...],
-        dtype: np.dtype,
+        value: Any,
         site: Site | None,
+        operation: str | None = None,
     ):
+        # ``value`` lends its shape and dtype. A complex value that carries a
+        # derivative is refused here, for every kind of node: no rule was
+        # written for complex derivatives (``operation`` names it in the error).
+        dtype = value.dtype
+        if dtype.kind == "c":
+            refuse_complex(dtype, operation or f"np.{rule.name}", site)
         self.rule = rule
         self.inputs = inputs
         self.tape = tape
         self.tag = tag
-        self.shape = shape
+        self.shape = value.shape
         self.dtype = dtype
         self.site = site
         self.saved: tuple[Any, ...] = ()

@@ -1,7 +1,8 @@
 """Recording: how a forward operation becomes a node on the tape.
 
-This module is the one recording path. Every :class:`Node` is made by
-:func:`new_node` and put on the tape by :func:`push`; every operand is
+This module is the one recording path. Every :class:`Node` is made by its
+constructor (:data:`new_node`, which refuses complex values) and put on the
+tape by :func:`push` (spelled out in the two hot recorders); every operand is
 resolved to its raw value and node by :func:`mutagrad.core.wrapped.operand`
 (the array type knows its views); what a pullback may
 read later is decided by one save policy (:func:`save_value`,
@@ -35,35 +36,17 @@ from mutagrad.core.engine import (
     IDENTITY,
     LEAF,
     Node,
-    Rule,
     Tape,
     Trace,
     VjpRule,
     capture,
-    refuse_complex,
 )
 from mutagrad.core.sites import Site
 from mutagrad.core.tangents import Meta
 
-
-def new_node(
-    rule: Rule,
-    inputs: tuple[Node | None, ...],
-    tape: Tape,
-    tag: int,
-    value: Any,
-    site: Site | None,
-    operation: str | None = None,
-) -> Node:
-    """The node of ``rule`` producing ``value`` (lends its shape and dtype) from ``inputs``.
-
-    A complex value that carries a derivative is refused here, for every
-    kind of node: no rule was written for complex derivatives.
-    """
-    dtype = value.dtype
-    if dtype.kind == "c":
-        refuse_complex(dtype, operation or f"np.{rule.name}", site)
-    return Node(rule, inputs, tape, tag, value.shape, dtype, site)
+# A node is made by its class, ``Node(rule, inputs, tape, tag, value, site)``
+# (which refuses complex values); ``new_node`` is that constructor.
+new_node = Node
 
 
 def push(node: Node, saved: tuple[Any, ...], aux: dict[str, Any] | None = None) -> Node:
@@ -87,9 +70,9 @@ def input_node(tape: Tape, bit: int, outer: Node | None, value: Any) -> Node:
     differentiated.
     """
     if outer is None:
-        node = Node(LEAF, (), tape, bit, value.shape, value.dtype, None)
+        node = Node(LEAF, (), tape, bit, value, None)
     else:
-        node = Node(IDENTITY, (outer,), tape, bit | outer.tag, value.shape, value.dtype, None)
+        node = Node(IDENTITY, (outer,), tape, bit | outer.tag, value, None)
     return push(node, ())
 
 
@@ -181,7 +164,11 @@ def record2(
         saved_b = capture(b, rb, node, mode)
     else:
         saved_b = save_value(rb, b, node, mode)
-    push(node, (saved_a, saved_b, None), _owned_kwargs(rule, kwargs) if kwargs else None)
+    # push, spelled out on this hot path
+    node.saved = (saved_a, saved_b, None)
+    if kwargs:
+        node.aux = _owned_kwargs(rule, kwargs)
+    trace.tape.nodes.append(node)
     return node, need_ans
 
 
@@ -200,7 +187,11 @@ def record1(
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
     node = new_node(rule, (na,), trace.tape, na.tag, result, site)
     saved = save_value(ra, a, node, trace.mode) if need[0] else _shape_only(ra)
-    push(node, (saved, None), _owned_kwargs(rule, kwargs) if kwargs else None)
+    # push, spelled out on this hot path
+    node.saved = (saved, None)
+    if kwargs:
+        node.aux = _owned_kwargs(rule, kwargs)
+    trace.tape.nodes.append(node)
     return node, need_ans
 
 
