@@ -480,13 +480,19 @@ def test_memory_a_constant_exports_is_read_only():
 
 
 def test_wrapped_scalars_refuse_in_place_methods():
-    s = mutagrad.array(X)[0, 1]
-    for name in ("fill", "put", "partition", "resize", "setflags", "setfield", "ctypes"):
-        with pytest.raises(mutagrad.UnsupportedAttributeError, match=name):
-            getattr(s, name)
-    with pytest.raises(mutagrad.UnsupportedAttributeError, match="shape"):
-        s.shape = (1,)
-    assert f"{s:.2f}" == "1.50"
+    # An element read is a WrappedScalar in a gradient call (outside one, numpy's scalar).
+    def f(x):
+        s = x[0, 1]
+        assert isinstance(s, mutagrad.WrappedScalar)
+        for name in ("fill", "put", "partition", "resize", "setflags", "setfield", "ctypes"):
+            with pytest.raises(mutagrad.UnsupportedAttributeError, match=name):
+                getattr(s, name)
+        with pytest.raises(mutagrad.UnsupportedAttributeError, match="shape"):
+            s.shape = (1,)
+        assert f"{s:.2f}" == "1.50"
+        return s
+
+    mutagrad.gradient(f, X)
 
 
 # -- the walk over dir(np.ndarray) ------------------------------------------------------

@@ -4,8 +4,10 @@ Basic indexes (integers, slices, ``None``, ``...``) that leave an array give a
 view of the same base, as numpy does. Every other read (a single element, an
 advanced index) copies, and its pullback is *sparse*: it adds its cotangent
 into one buffer for the indexed array when the engine needs it, rather than
-allocating a dense zeros array per read. Indexing lives in core because the
-write path needs its semantics (:func:`normalize_index`).
+allocating a dense zeros array per read. Outside any gradient call a single
+element is numpy's own scalar (``np.float64``), as for an ndarray: immutable,
+it has nothing to trace. Indexing lives in core because the write path needs
+its semantics (:func:`normalize_index`).
 """
 
 from __future__ import annotations
@@ -100,12 +102,22 @@ GETITEM = IndexRule("getitem")
 
 @array_method("getitem")
 def getitem(w: WrappedArray, index: Any) -> Any:
-    key, basic = normalize_index(index)
+    if type(index) is int:
+        key, basic = index, True  # normalize_index's first case, without the call
+    else:
+        key, basic = normalize_index(index)
     result = w._data[key]
     if basic and type(result) is np.ndarray:
         return make_view(w, result)
     trace = STATE.get()
-    n = node_of(w, trace.tape) if trace is not None else None
+    if trace is None:
+        # No gradient call: numpy's own scalar, as ndarray indexing gives (it is
+        # immutable and carries nothing to trace). Not a np.void, which is a
+        # writable view of its array's memory.
+        if isinstance(result, np.generic) and not isinstance(result, np.void):
+            return result
+        return wrap(result)
+    n = node_of(w, trace.tape)
     if n is None:
         return wrap(result)
     tape = trace.tape

@@ -342,17 +342,66 @@ def _refuse_exported(site: Site | None) -> None:
 
 
 def _write_record(
-    base: WrappedValue, operation: str, key: Any, place: np.ndarray, trace: Trace | None
-) -> WriteRecord:
-    record = WriteRecord(base, operation, user_site(), base._version + 1, key, place)
-    if trace is not None and trace.tape.journal is not None:
-        trace.tape.journal.append((len(trace.tape.nodes), record))
+    base: WrappedValue,
+    operation: str,
+    key: Any,
+    place: np.ndarray,
+    trace: Trace | None,
+    site: Site | None = None,
+) -> WriteRecord | None:
+    """What the write does, for the captures it poisons and ``explain``'s journal.
+
+    None when nothing will read it: no capture on the base and no journal.
+    The record holds the user's site, which costs a walk up the stack; a
+    write that records a node finds the site itself (:func:`commit`).
+    """
+    journal = trace.tape.journal if trace is not None else None
+    if not base._captures and journal is None:
+        return None
+    record = WriteRecord(
+        base, operation, site if site is not None else user_site(), base._version + 1, key, place
+    )
+    if journal is not None:
+        journal.append((len(trace.tape.nodes), record))
     return record
+
+
+# Flags that change what a write does even when no gradient call is active
+# (prepare_write): refused (READONLY, SHARED_INPUT, FROZEN) or copied first (BORROWED).
+# The others (BUFFER, DETACHED, PINNED, THAWED without FROZEN, EXPORTED) only
+# matter to a write recorded on a tape.
+_UNTRACED_WRITE_FLAGS = READONLY | SHARED_INPUT | FROZEN | BORROWED
+
+
+def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
+    """Whether a write to ``w`` outside any gradient call is numpy's write and a new version.
+
+    That is all :func:`prepare_write`, :func:`invalidate` and the write path do
+    when no trace is active, no flag of ``w`` or its base asks for more, and
+    no capture lives on the base: a pullback's saved value (``pullback``'s
+    ``back`` runs later, outside any trace), an inert capture of a released
+    tape (the slow path drops it), or a checkpoint's guard.
+    """
+    return not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS) and not base._captures
 
 
 @array_method("setitem")
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
+    if type(index) is int and isinstance(value, _NUMBERS) and STATE.get() is None:
+        # y[i] = number outside any gradient call: _assign_untraced's commonest
+        # case, unrolled (an int index is its own normalized index).
+        base = w._base
+        if base is None:
+            base = w
+        if not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures):
+            w._data[index] = value
+            base._version += 1
+            return
     assign(w, index, value, "__setitem__")
+
+
+# Values a write stores as they are (neither a WrappedValue nor a list).
+_NUMBERS = (float, int, np.generic)
 
 
 @array_method("assign")
@@ -360,6 +409,8 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
     key, basic = indexing.normalize_index(index)
+    if trace is None and mask is None and _assign_untraced(w, key, basic, value):
+        return
     if type(value) in (list, tuple) and holds_wrapped(value):
         _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
@@ -403,17 +454,23 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         if value_node is not None:
             winners = _winners(data, key)
     write = _write_record(base, operation, key, place, trace)
-    written = None
-    if kind != NO_INDEX and base._captures:
-        selected = _selection(data, key, index_out if mask is not None else None)
-        written = WrittenElements(data, selected, base._data)
-    invalidate(base, place, write, None, written)
+    if write is not None:  # a capture to poison, or explain's journal
+        written = None
+        if kind != NO_INDEX and base._captures:
+            selected = _selection(data, key, index_out if mask is not None else None)
+            written = WrittenElements(data, selected, base._data)
+        invalidate(base, place, write, None, written)
     # The tape records the value as read before the write. numpy promises that
     # for overlapping memory, but not in every case (a reversed array written
     # from itself is copied element by element): keep the old value to check.
+    # Outside a gradient call nothing is recorded (a capture is poisoned or
+    # copied whichever values land), so numpy's result stands, as for an ndarray.
     before = (
         raw_value.copy()
-        if kind == NO_INDEX and type(raw_value) is np.ndarray and overlaps(raw_value, place)
+        if trace is not None
+        and kind == NO_INDEX
+        and type(raw_value) is np.ndarray
+        and overlaps(raw_value, place)
         else None
     )
     if mask is None:
@@ -426,13 +483,49 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     ):
         raise NotDifferentiableError(
             f"{operation} of values that share memory with the place written, at\n"
-            f"{format_site(write.site)}\n"
+            f"{format_site(write.site if write is not None else user_site())}\n"
             "numpy copied them element by element here, so later elements read values the "
             "same write had just replaced; mutagrad records the values as read first.\n"
             "Fix: copy the values (y[k] = v.copy()) if the values before the write are meant."
         )
     if trace is not None:
-        commit(base, place, value_node, trace, kind, index_out, winners, write.site, element)
+        site = write.site if write is not None else None  # None: commit finds it if it needs it
+        commit(base, place, value_node, trace, kind, index_out, winners, site, element)
+
+
+def _assign_untraced(w: WrappedArray, key: Any, basic: bool, value: Any) -> bool:
+    """``w[key] = value`` outside any gradient call, if nothing but numpy's write is needed.
+
+    Returns False, having done nothing, where :func:`assign`'s full path does
+    more than write the values and bump the base's version (or, for a
+    self-assignment, nothing at all): a flag or a capture
+    (:func:`_writes_plainly`); a list or tuple holding WrappedValues (stacked,
+    and refused when one is a view of ``w``). Otherwise its effect is the full
+    path's exactly: no node is recorded outside a trace, and there is nothing
+    to poison.
+    """
+    base = w._base
+    if base is None:
+        base = w
+    # _writes_plainly, inlined: this runs for every element written outside a trace.
+    if (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures:
+        return False
+    kind = type(value)
+    if kind is float or kind is int:
+        raw = value
+    elif kind is list or kind is tuple:
+        if holds_wrapped(value):
+            return False
+        raw = unwrap(value)
+    elif isinstance(value, WrappedValue):
+        if basic and _is_self_assignment(w, key, value):
+            return True  # as the full path: nothing copied, no new version (`y[1:] -= v`)
+        raw = value._data
+    else:
+        raw = value
+    w._data[key] = raw
+    base._version += 1
+    return True
 
 
 def _sequence_leaves(value: Any) -> Any:
@@ -476,6 +569,9 @@ def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
         and place.shape == source.shape
         and place.strides == source.strides
         and place.dtype == source.dtype
+        # Disjoint bounds (the usual y[2:5] = y[5:8]) answer without building
+        # __array_interface__ twice; an empty place may still start where the value does.
+        and (not place.size or np.may_share_memory(place, source))
         and place.__array_interface__["data"][0] == source.__array_interface__["data"][0]
     )
 
@@ -510,6 +606,21 @@ def write_in_place(
     ``None`` for a write whose value carries no derivative.
     """
     trace = STATE.get()
+    if trace is None:
+        base = out._base if out._base is not None else out
+        if _writes_plainly(out, base):
+            # What the path below does with no trace, no flag and no capture,
+            # unless an input is a list holding WrappedValues (stacked there).
+            raw_inputs = []
+            for a in inputs:
+                kind = type(a)
+                if (kind is list or kind is tuple) and holds_wrapped(a):
+                    break
+                raw_inputs.append(a._data if isinstance(a, WrappedValue) else a)
+            else:
+                perform(raw_inputs, out._data)
+                base._version += 1
+                return out
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     inputs = tuple(array_like(a) for a in inputs)
@@ -519,15 +630,18 @@ def write_in_place(
     target = out._data
     node = None
     need_ans = False
+    site = None
     if truncates(target, raw, nodes):
         rule = None  # traced floats truncated into an integer array: no derivative
     if rule is not None and any(n is not None for n in nodes):
         assert trace is not None
         if base._flags & EXPORTED:
             _refuse_exported(None)
-        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, user_site())
-    write = _write_record(base, operation, Ellipsis, target, trace)
-    invalidate(base, target, write, node)
+        site = user_site()
+        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, site)
+    write = _write_record(base, operation, Ellipsis, target, trace, site)
+    if write is not None:
+        invalidate(base, target, write, node)
     perform(raw, target)
     base._version += 1
     if trace is not None:
@@ -537,7 +651,7 @@ def write_in_place(
             base._node = node  # the op's value is the array's whole new value
             trace.tape.touch(base)
         else:
-            commit(base, target, node, trace, site=write.site)
+            commit(base, target, node, trace, site=write.site if write is not None else site)
     return out
 
 

@@ -421,10 +421,127 @@ def _raw_write(expression: ast.expr | None, site: Site) -> tuple[str, list[str]]
     ]
 
 
+def _concatenator(expression: ast.expr | None) -> str | None:
+    """``"r_"`` or ``"c_"`` for ``np.r_[...]`` or ``np.c_[...]``, else None."""
+    if not isinstance(expression, ast.Subscript):
+        return None
+    value = expression.value
+    if (
+        isinstance(value, ast.Attribute)
+        and value.attr in ("r_", "c_")
+        and _root_name(value) in _NUMPY_MODULE_NAMES
+    ):
+        return value.attr
+    return None
+
+
+def _concatenator_construct(expression: ast.Subscript, which: str) -> tuple[str, list[str]]:
+    """``np.r_[x, y]`` of traced values: numpy's index trick makes raw arrays of its pieces."""
+    value = expression.value
+    assert isinstance(value, ast.Attribute)
+    numpy_name = ast.unparse(value.value)
+    index = expression.slice
+    pieces = index.elts if isinstance(index, ast.Tuple) else [index]
+    inside = ", ".join(ast.unparse(p) for p in pieces)
+    fixes = [
+        f"mnp.{which}[{inside}] (import mutagrad.numpy as mnp) keeps the gradient of every piece"
+    ]
+    # The numpy function that does the same, where the pieces are plain arrays
+    # (r_ and c_ also read slices as ranges and strings as directives).
+    if not any(_is_range_or_directive(p) for p in pieces):
+        function = "concatenate" if which == "r_" else "column_stack"
+        fixes.append(
+            f"or {numpy_name}.{function}([{inside}]), which numpy dispatches to mutagrad"
+        )
+    return f"{ast.unparse(value)}[...] of traced values", fixes
+
+
+def _is_range_or_directive(piece: ast.expr) -> bool:
+    """A piece of ``np.r_[...]`` that is no array: a slice (a range) or a string (a directive)."""
+    return isinstance(piece, ast.Slice) or (
+        isinstance(piece, ast.Constant) and isinstance(piece.value, str)
+    )
+
+
+# numpy functions whose first argument is a shape: a tuple there is not the values.
+_SHAPE_FIRST = frozenset({"zeros", "ones", "empty", "full", "ndindex", "indices"})
+
+
+def _is_number(expression: ast.expr) -> bool:
+    if isinstance(expression, ast.UnaryOp):
+        expression = expression.operand
+    return isinstance(expression, ast.Constant)
+
+
+def _list_argument(expression: ast.Call, name: str) -> int | None:
+    """The position of the list (or tuple, or comprehension) written in the call that may
+    hold traced values: not a list of numbers (``np.percentile(x, [25, 75])``), not a shape."""
+    for i, a in enumerate(expression.args):
+        if isinstance(a, (ast.ListComp, ast.GeneratorExp)):
+            return i
+        listed = isinstance(a, ast.List) or (
+            isinstance(a, ast.Tuple) and not (i == 0 and name in _SHAPE_FIRST)
+        )
+        if listed and not all(_is_number(e) for e in a.elts):  # type: ignore[attr-defined]
+            return i
+    return None
+
+
+def _list_construct(
+    expression: ast.Call, called: str, numpy_name: str, position: int
+) -> tuple[str, list[str]]:
+    """``np.mean([x, y])``: numpy converts the list to a raw array, dropping its traced values."""
+    listed = expression.args[position]
+    if isinstance(listed, ast.GeneratorExp):  # np.stack takes a sequence, not a generator
+        listed = ast.ListComp(elt=listed.elt, generators=listed.generators)
+    stacked = ast.Call(
+        func=ast.Attribute(value=ast.Name(id=numpy_name), attr="stack"), args=[listed], keywords=[]
+    )
+    arguments = [*expression.args[:position], stacked, *expression.args[position + 1:]]
+    rewritten = ast.unparse(ast.Call(func=expression.func, args=arguments,
+                                     keywords=expression.keywords))  # fmt: skip
+    in_mnp = ast.unparse(expression).replace(numpy_name, "mnp", 1)
+    return f"{called}() of a list holding traced values", [
+        f"{rewritten}: np.stack keeps the gradient of every element (numpy makes a raw array "
+        "of a list, and NEP 18 dispatch does not look inside lists)",
+        f"or {in_mnp} (import mutagrad.numpy as mnp), whose functions take lists of traced "
+        "values",
+    ]
+
+
+def _scalar_type_construct(
+    called: str, numpy_name: str, name: str, argument: str
+) -> tuple[str, list[str]]:
+    """``np.int64(x)``, ``np.float32(x)``: a numpy scalar type called on a traced value.
+
+    (A float cast to an integer or boolean type is not refused: it has no derivative.)
+    """
+    if issubclass(getattr(numpy, name), numpy.inexact):
+        return f"{called}({argument}) of a traced value", [
+            f"{argument}.astype({numpy_name}.{name}) keeps the gradient",
+            f"or mnp.{name}({argument}) (import mutagrad.numpy as mnp), which casts keeping it",
+        ]
+    return f"{called}({argument}) of a traced integer value", [
+        f"{argument}.astype({numpy_name}.{name}) keeps the gradient (mutagrad differentiates "
+        "integers as real numbers)",
+        f"or, as an index or a count, mnp.{name}({argument}) (import mutagrad.numpy as mnp) "
+        "casts it without a gradient",
+    ]
+
+
+def _is_scalar_type(name: str) -> bool:
+    kind = getattr(numpy, name, None)
+    return isinstance(kind, type) and issubclass(kind, numpy.number | numpy.bool_)
+
+
 def _conversion_construct(
     expression: ast.expr | None, operation: str, site: Site
 ) -> tuple[str, list[str]]:
     """What converted a traced value (in the user's words) and the fixes that suit it."""
+    which = _concatenator(expression)
+    if which is not None and not any(marker in operation for marker in _RAW_WRITE_MARKERS):
+        assert isinstance(expression, ast.Subscript)
+        return _concatenator_construct(expression, which)
     if (
         any(marker in operation for marker in _RAW_WRITE_MARKERS)
         or isinstance(expression, ast.Subscript)
@@ -446,6 +563,11 @@ def _conversion_construct(
     # The call with its first argument as a constant: the fix when no gradient should flow.
     ignored = f"{called}({', '.join([f'mutagrad.ignore_derivatives({argument})', *rest])})"
     if module in _NUMPY_MODULE_NAMES and name in _ASARRAY_FUNCTIONS:
+        if expression.args and _list_argument(expression, name) == 0:
+            return f"{called}([...]) of a list holding traced values", [
+                f"{module}.stack({argument}) keeps the gradient of every element",
+                f"or mnp.asarray({argument}) (import mutagrad.numpy as mnp)",
+            ]
         return f"{called}({argument}) of a traced array", [
             f"remove the conversion: numpy functions accept the traced `{argument}` as it is",
             f"or use mnp.asarray({argument}) (import mutagrad.numpy as mnp), which keeps it traced",
@@ -462,6 +584,12 @@ def _conversion_construct(
             f"copy it with {argument}.copy(), or use mnp.array({argument}) "
             "(import mutagrad.numpy as mnp)",
         ]
+    if module in _NUMPY_MODULE_NAMES and isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and _is_scalar_type(name):
+            return _scalar_type_construct(called, module, name, argument)
+        position = _list_argument(expression, name)
+        if position is not None:
+            return _list_construct(expression, called, module, position)
     if module in ("math", "cmath"):
         numpy_name = _MATH_TO_NUMPY.get(name, name)
         if hasattr(numpy, numpy_name):

@@ -254,7 +254,16 @@ class WrappedValue:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if is_active(self):
-            raise TracerConversionError(conversion_message("np.asarray / __array__"))
+            if dtype is None or not _truncating_cast(self._data.dtype, dtype):
+                raise TracerConversionError(conversion_message("np.asarray / __array__"))
+            # np.int64(x), np.asarray(x, dtype=bool): a float cast to integers or
+            # booleans is piecewise constant, so it has no derivative (as
+            # x.astype(int)); the result is a new array, never an alias of x.
+            if copy is False:
+                raise ValueError(
+                    "Unable to avoid copy while creating an array as requested."
+                )  # numpy's answer: a cast copies
+            return np.array(self._data, dtype=dtype)
         data = np.asarray(self._data)
         if copy:
             return np.array(data, dtype=dtype, copy=True)
@@ -275,8 +284,9 @@ class WrappedValue:
         return complex(self._data)
 
     def __int__(self) -> int:
-        if self._data.dtype.kind in "fc" and is_active(self):
-            raise TracerConversionError(conversion_message("int()"))
+        # Truncation is piecewise constant: int(x[0]) of a traced float has no
+        # derivative (as x.astype(int)), and an index or a count needs none.
+        # (Traced complex values are refused where they are made.)
         return int(self._data)
 
     def __index__(self) -> int:
@@ -595,6 +605,16 @@ class WrappedScalar(WrappedValue):
     """
 
     __slots__ = ()
+
+
+def _truncating_cast(source: np.dtype, target: Any) -> bool:
+    """Whether casting ``source`` values to ``target`` truncates floats (to integers or booleans).
+
+    Such a cast is piecewise constant: its derivative is zero. A cast of an
+    integer keeps its value, which mutagrad differentiates as a real number,
+    so it is not one.
+    """
+    return source.kind == "f" and np.dtype(target).kind in "biu"
 
 
 def wrap(data: Any, node: Node | None = None) -> WrappedValue:
