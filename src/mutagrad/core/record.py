@@ -150,14 +150,23 @@ def record2(
     node = new_node(rule, (na, nb), trace.tape, tag, result, site)
     mode = trace.mode
     # save_value, inlined for the common case of a WrappedArray read (a capture).
+    # _shape_only, inlined for an array and an immutable scalar.
     if not need[0]:
-        saved_a = _shape_only(ra)
+        kind = type(ra)
+        if kind is np.ndarray:
+            saved_a = Meta(ra.shape, ra.dtype)
+        else:
+            saved_a = ra if kind in _ATOMS else owned_value(ra)
     elif type(ra) is np.ndarray and hasattr(a, "_mutagrad_traced"):
         saved_a = capture(a, ra, node, mode)
     else:
         saved_a = save_value(ra, a, node, mode)
     if not need[1]:
-        saved_b = _shape_only(rb)
+        kind = type(rb)
+        if kind is np.ndarray:
+            saved_b = Meta(rb.shape, rb.dtype)
+        else:
+            saved_b = rb if kind in _ATOMS else owned_value(rb)
     elif need[0] and rb is ra and (type(ra) is np.ndarray or type(ra) is list):
         saved_b = saved_a  # x * x: one array, saved once
     elif type(rb) is np.ndarray and hasattr(b, "_mutagrad_traced"):
@@ -200,9 +209,8 @@ def _shape_only(raw: Any) -> Any:
     kind = type(raw)
     if kind is np.ndarray:
         return Meta(raw.shape, raw.dtype)
-    if kind is float or kind is int or kind is np.float64:
-        return raw
-    return owned_value(raw)  # a shape list, an index tuple: the user may change it
+    # A shape list, an index tuple: the user may change it.
+    return raw if kind in _ATOMS else owned_value(raw)
 
 
 def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
