@@ -30,6 +30,7 @@ class Mode:
     """The default policy (``"poison"``): writes are allowed, overlapped captures poisoned."""
 
     name = "poison"
+    role = "mutagrad's default"  # how reports introduce the mode
 
     def check_write(self, operation: str, target: str, site: Site | None, buffer: bool) -> None:
         """Refuse an in-place write (raise) or allow it (return).
@@ -54,6 +55,7 @@ class Strict(Mode):
     """Zygote's rule (``"strict"``): every in-place write to a traced array is refused."""
 
     name = "strict"
+    role = "Zygote's rule: every in-place write refused"
 
     def check_write(self, operation: str, target: str, site: Site | None, buffer: bool) -> None:
         if not buffer:
@@ -64,6 +66,7 @@ class Snapshot(Mode):
     """``"snapshot"``: before a write overwrites a saved value, its old data is copied."""
 
     name = "snapshot"
+    role = "old values copied where still needed"
 
     def overwrite(self, capture: Capture, write: WriteRecord) -> None:
         capture.keep_old_value(write)

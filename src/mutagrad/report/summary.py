@@ -24,16 +24,11 @@ from collections import Counter
 import attrs
 
 import mutagrad
+from mutagrad.core import modes
 from mutagrad.report.peers import PEERS, column_title, system_label
 from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, PoisonVerdict, Report
 from mutagrad.report.tables import ratio_text, seconds_text
 from mutagrad.testing.fuzz import FuzzFigures
-
-MODE_ROLES = {
-    "strict": "Zygote's rule: every in-place write refused",
-    "poison": "mutagrad's default",
-    "snapshot": "old values copied where still needed",
-}
 
 
 @attrs.frozen
@@ -394,7 +389,7 @@ def headline(summary: Summary) -> list[Sentence]:
     first = (
         f"{n} program{'s' if n != 1 else ''} ({summary.mutating} write arrays in place, "
         f"{n - summary.mutating} do not), each differentiated in "
-        + ", ".join(f"{m} ({MODE_ROLES.get(m, m)})" for m in summary.modes)
+        + ", ".join(f"{m} ({modes.mode_named(m).role})" for m in summary.modes)
     )
     if summary.peers:
         first += (
