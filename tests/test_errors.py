@@ -48,8 +48,11 @@ UNREACHABLE = {
         "a rule (the other raise in trace_through is reached)"
     ),
 }
-# Callees whose raise is not a MutagradError made there.
-NOT_MUTAGRAD_ERRORS = {"LinAlgError", "for_the_user"}
+# Callees whose raise is not a MutagradError made there, and the tools' own
+# exceptions (a command-line argument's check, the time limit of a program run).
+NOT_MUTAGRAD_ERRORS = {
+    "LinAlgError", "for_the_user", "ArgumentTypeError", "ProgramTimeout", "Timeout"
+}
 
 
 def raise_sites() -> dict[tuple[str, int], tuple[str, int, int]]:
