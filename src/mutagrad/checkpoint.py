@@ -59,7 +59,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.memory import is_dense
 from mutagrad.core.modes import POISON
-from mutagrad.core.record import input_node, new_node, push
+from mutagrad.core.record import input_node, push
 from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -342,7 +342,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
         if n is not None:
             tag |= n.tag
     data = out._data
-    node = new_node(CHECKPOINT_RULE, inputs, tape, tag, data, site, f"checkpointed({name})")
+    node = Node(CHECKPOINT_RULE, inputs, tape, tag, data, site, f"checkpointed({name})")
     guards = _drop_segment(tape, start, recorded, watched, node)
     saved = [_save(x, node, trace.mode) if isinstance(x, WrappedValue) else None for x in leaves]
     if isinstance(data, np.ndarray) and any(

@@ -44,7 +44,7 @@ from mutagrad.core.engine import (
     VjpRule,
     capture,
 )
-from mutagrad.core.record import new_node, owned_value, push
+from mutagrad.core.record import owned_value, push
 from mutagrad.core.sites import format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.core.wrapped import (
@@ -151,7 +151,7 @@ class ClosureRule(Rule):
                 tag |= n.tag
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
         site = user_site()
-        node = new_node(self, tuple(nodes), tape, tag, y, site, f"the rrule for {self.name}")
+        node = Node(self, tuple(nodes), tape, tag, y, site, f"the rrule for {self.name}")
         mode = trace.mode
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [

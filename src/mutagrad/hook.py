@@ -18,7 +18,7 @@ from mutagrad.core.engine import (
     Rule,
     read_only,
 )
-from mutagrad.core.record import new_node, push
+from mutagrad.core.record import push
 from mutagrad.core.sites import user_site
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import (
@@ -71,6 +71,6 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     if source is None:
         return x
     data = x._data
-    node = new_node(HOOK, (source,), trace.tape, source.tag, data, user_site())
+    node = Node(HOOK, (source,), trace.tape, source.tag, data, user_site())
     push(node, (), {"fn": fn})
     return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
-from mutagrad.core.record import new_node, push
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY
@@ -123,6 +122,7 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     tape = trace.tape
     # Frame 1 is WrappedArray.__getitem__; frame 2 the user's, usually.
     site = user_site_from(_getframe(2))
-    node = new_node(GETITEM, (n,), tape, n.tag, result, site)
-    push(node, (key, basic))  # what the pullback reads: no array of x's
+    node = Node(GETITEM, (n,), tape, n.tag, result, site)
+    node.saved = (key, basic)  # what the pullback reads: no array of x's
+    tape.nodes.append(node)  # push, spelled out on this hot path
     return wrap(result, node)

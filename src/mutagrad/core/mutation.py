@@ -37,7 +37,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.messages import conversion_message, missing_rule_message
-from mutagrad.core.record import new_node, push, record, save_output
+from mutagrad.core.record import push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.sites import Site, format_site, user_site, with_article
 from mutagrad.core.wrapped import (
@@ -313,7 +313,7 @@ def commit(
         data = base._data
         if site is None:
             site = user_site()
-        node = new_node(WRITE, (old_node, value_node), tape, tag, data, site)
+        node = Node(WRITE, (old_node, value_node), tape, tag, data, site)
         kwargs = {
             "view": place,
             "base": data,

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core import mutation
-from mutagrad.core.engine import STATE, read_only
+from mutagrad.core.engine import STATE, Node, read_only
 from mutagrad.core.messages import conversion_message
-from mutagrad.core.record import new_node, push
+from mutagrad.core.record import push
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import describe_site, user_site
 from mutagrad.core.wrapped import (
@@ -257,7 +257,7 @@ def set_shape(w: WrappedValue, shape: Any) -> None:
                 "running in another thread, or a pullback's), which would not see the new shape",
                 "use x = x.reshape(shape)",
             )
-        node = new_node(VIEW_READ, (old,), trace.tape, old.tag, reshaped, user_site())
+        node = Node(VIEW_READ, (old,), trace.tape, old.tag, reshaped, user_site())
         w._node = push(node, (reshaped, w._data, w._version, w))
         trace.tape.touch(w)
     w._data = reshaped

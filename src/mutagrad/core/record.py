@@ -1,8 +1,9 @@
 """Recording: how a forward operation becomes a node on the tape.
 
 This module is the one recording path. Every :class:`Node` is made by its
-constructor (:data:`new_node`, which refuses complex values) and put on the
-tape by :func:`push` (spelled out in the two hot recorders); every operand is
+constructor (``Node(rule, inputs, tape, tag, value, site)``, which refuses
+complex values) and put on the tape by :func:`push` (spelled out on the hot
+paths: the two small recorders here and an element read); every operand is
 resolved to its raw value and node by :func:`mutagrad.core.wrapped.operand`
 (the array type knows its views); what a pullback may
 read later is decided by one save policy (:func:`save_value`,
@@ -43,10 +44,6 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.sites import Site
 from mutagrad.core.tangents import Meta
-
-# A node is made by its class, ``Node(rule, inputs, tape, tag, value, site)``
-# (which refuses complex values); ``new_node`` is that constructor.
-new_node = Node
 
 
 def push(node: Node, saved: tuple[Any, ...], aux: dict[str, Any] | None = None) -> Node:
@@ -105,7 +102,7 @@ def record(
         if node is not None:
             tag |= node.tag
             active |= 1 << i
-    node = new_node(rule, tuple(nodes), trace.tape, tag, result, site)
+    node = Node(rule, tuple(nodes), trace.tape, tag, result, site)
     need, need_ans = rule.plan(active, n)
     mode = trace.mode
     saved: list[Any] = []
@@ -147,7 +144,7 @@ def record2(
         active, tag = 3, na.tag | nb.tag
     # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
     need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
-    node = new_node(rule, (na, nb), trace.tape, tag, result, site)
+    node = Node(rule, (na, nb), trace.tape, tag, result, site)
     mode = trace.mode
     # save_value, inlined for the common case of a WrappedArray read (a capture).
     # _shape_only, inlined for an array and an immutable scalar.
@@ -194,7 +191,7 @@ def record1(
     """:func:`record` for one argument ``a`` (raw ``ra``, node ``na``)."""
     # 0x10001 is plan_key(1, 1): the argument is active.
     need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
-    node = new_node(rule, (na,), trace.tape, na.tag, result, site)
+    node = Node(rule, (na,), trace.tape, na.tag, result, site)
     saved = save_value(ra, a, node, trace.mode) if need[0] else _shape_only(ra)
     # push, spelled out on this hot path
     node.saved = (saved, None)

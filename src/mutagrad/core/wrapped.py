@@ -45,7 +45,7 @@ from mutagrad.core.engine import (
     VjpRule,
 )
 from mutagrad.core.messages import conversion_message, missing_rule_message
-from mutagrad.core.record import new_node, push, record1, record2, save_output
+from mutagrad.core.record import push, record1, record2, save_output
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
     user_site,
@@ -827,7 +827,7 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
     if n is not None and w._version == base._version and n.tape is tape and n.inputs[0] is bn:
         return n
     data = w._data
-    n = push(new_node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
+    n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
              (data, base._data, base._version, base))  # fmt: skip
     w._node = n
     w._version = base._version
