@@ -257,3 +257,19 @@ def test_every_rule_of_the_module_is_tested():
     assert registered, "found no rules: did the registry change?"
     missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}
     assert not missing, f"rules without a test: {sorted(missing)}"
+
+
+def test_copyto_takes_a_list_of_numbers_as_numpy_does():
+    w = mutagrad.array(np.zeros(3))
+    np.copyto(w, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(w), [1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="same_kind"):  # numpy's casting rule, for a list too
+        np.copyto(mutagrad.array(np.zeros(3, dtype=np.int64)), [1.5, 2.0, 3.0])
+
+    def f(x):
+        y = np.zeros_like(x)
+        np.copyto(y, [1.0, 2.0, 3.0])
+        y[0] = x[0] * 2.0
+        return np.sum(y * x)
+
+    np.testing.assert_allclose(mutagrad.gradient(f, np.ones(3))[0], [4.0, 2.0, 3.0])

@@ -60,7 +60,9 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
     src = array_like(src)
-    src_dtype = np.result_type(unwrap(src))
+    raw = unwrap(src)
+    # A list of numbers is an array to copyto (np.result_type would read it as a dtype spec).
+    src_dtype = np.asarray(raw).dtype if isinstance(raw, (list, tuple)) else np.result_type(raw)
     if not np.can_cast(src_dtype, unwrap(dst).dtype, casting=casting):
         raise TypeError(
             f"Cannot cast array data from {src_dtype!r} to {unwrap(dst).dtype!r} according to "
