@@ -18,6 +18,7 @@ the write path and the API only call these methods.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -32,11 +33,15 @@ class Mode:
     name = "poison"
     role = "mutagrad's default"  # how reports introduce the mode
 
-    def check_write(self, operation: str, target: str, site: Site | None, buffer: bool) -> None:
+    def check_write(
+        self, operation: str, where: Callable[[], tuple[str, Site | None]], buffer: bool
+    ) -> None:
         """Refuse an in-place write (raise) or allow it (return).
 
-        ``target`` describes the array written; ``buffer`` is true for a
-        :class:`mutagrad.Buffer`, which every mode lets its owner write.
+        ``where()`` gives the description of the array written and the user's
+        line, for the error only (every traced write asks, few are refused);
+        ``buffer`` is true for a :class:`mutagrad.Buffer`, which every mode
+        lets its owner write.
         """
 
     def overwrite(self, capture: Capture, write: WriteRecord) -> None:
@@ -57,9 +62,11 @@ class Strict(Mode):
     name = "strict"
     role = "Zygote's rule: every in-place write refused"
 
-    def check_write(self, operation: str, target: str, site: Site | None, buffer: bool) -> None:
+    def check_write(
+        self, operation: str, where: Callable[[], tuple[str, Site | None]], buffer: bool
+    ) -> None:
         if not buffer:
-            raise MutationError(strict_message(operation, target, site))
+            raise MutationError(strict_message(operation, *where()))
 
 
 class Snapshot(Mode):

@@ -116,7 +116,7 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
         )
     if trace is not None:
         buffer = bool(flags & BUFFER) and not thawed
-        trace.mode.check_write(operation, describe_array(w), user_site(), buffer)
+        trace.mode.check_write(operation, lambda: (describe_array(w), user_site(3)), buffer)
     if not w._data.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
     if flags & BORROWED:
