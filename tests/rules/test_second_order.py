@@ -31,6 +31,7 @@ SQUARE = RNG.uniform(-0.5, 0.5, (3, 3)) + 3 * np.eye(3)  # well conditioned
 BATCH = RNG.uniform(-0.5, 0.5, (2, 3, 3)) + 3 * np.eye(3)
 VECTOR = RNG.uniform(0.3, 0.9, 5)
 TALL = np.array([[3.0, 0.4], [0.3, 1.5], [0.2, -0.3]])  # singular values far apart
+WITH_NAN = np.where([[False, True, False], [False, False, False]], np.nan, X)
 EIGEN = np.array([[1.0, 0.2, 0.1], [0.3, 2.0, -0.2], [0.1, 0.1, 3.5]])  # real, far apart
 
 
@@ -326,6 +327,15 @@ CASES = [
         "median quantile",
         lambda x: quadratic(np.median(x, axis=0) * np.quantile(x, 0.3, axis=0)),
         (X,),
+    ),
+    (
+        "statistics",
+        "nanmedian nanquantile nanpercentile",
+        lambda x: quadratic(
+            np.nanmedian(x, axis=1) * np.nanquantile(x, 0.3, axis=1)
+            + np.nanpercentile(x, [20, 90], axis=1)
+        ),
+        (WITH_NAN,),
     ),
 ]
 

@@ -1,4 +1,4 @@
-"""Order statistics: median, percentile, quantile.
+"""Order statistics: median, percentile, quantile, and their NaN-ignoring versions.
 
 Each output is one sorted element of its group, or a weighted mix of two
 neighbours (``(1 - w) * s[i] + w * s[i + 1]``). Which neighbours and which
@@ -10,6 +10,12 @@ their group (ties may go to either of the tied elements: the same values).
 The pullback is linear in ``g`` with constant positions, written with
 :func:`~mutagrad.rules.rearrange.scatter_flat`, so it differentiates again
 (to zero almost everywhere, as it should).
+
+nanmedian, nanpercentile and nanquantile take numpy's own value too. Each
+group's statistic is that of its ``m`` non-NaN elements, so positions and
+weights come from ``0, 1, ..., m - 1`` group by group; NaNs sort last, so
+they are never among the neighbours and get no gradient. An all-NaN group
+gives NaN (with numpy's warning) and a zero gradient.
 """
 
 from __future__ import annotations
@@ -73,6 +79,76 @@ def _order_statistic(name, a, result, axis, position):
     return apply(_RULES[name], (a,), params, result)
 
 
+def _nan_order_statistic_vjp(g, ans, x, lower, upper, lower_weight, upper_weight, all_nan):
+    if all_nan is not None:  # no gradient from an all-NaN group, even a NaN cotangent
+        g = np.where(all_nan, 0.0, g)
+    return scatter_flat(g * lower_weight, lower, x.shape, x.dtype) + scatter_flat(
+        g * upper_weight, upper, x.shape, x.dtype
+    )
+
+
+_NAN_RULES = {
+    name: VjpRule(name, None, (_nan_order_statistic_vjp,), ((),))
+    for name in ("nanmedian", "nanpercentile", "nanquantile")
+}
+
+
+def _nan_order_statistic(name, a, result, axis, position):
+    """As :func:`_order_statistic`, over each group's non-NaN elements only."""
+    data = a._data
+    axes = list(reduced_axes(axis, data.ndim))
+    kept = [i for i in range(data.ndim) if i not in axes]
+    kept_shape = tuple(data.shape[i] for i in kept)
+    n = int(np.prod([data.shape[i] for i in axes], dtype=np.int64))
+    if n == 0 or data.dtype.kind not in "fc":
+        return wrap_constant(result)
+    values = np.reshape(np.transpose(data, kept + axes), (*kept_shape, n))
+    positions = np.reshape(np.transpose(index_map(data.shape), kept + axes), (*kept_shape, n))
+    # A stable sort puts NaNs last: a group's m non-NaN elements come first, in order.
+    in_order = np.take_along_axis(positions, np.argsort(values, axis=-1, kind="stable"), axis=-1)
+    counts = np.sum(~np.isnan(values), axis=-1)
+    q_shape = np.shape(position(1))
+    lower = np.zeros((*kept_shape, *q_shape), dtype=np.intp)
+    upper = np.zeros_like(lower)
+    lower_weight = np.zeros(lower.shape, dtype=np.float64)  # all-NaN groups: no gradient
+    upper_weight = np.zeros_like(lower_weight)
+    for m in np.unique(counts):
+        if m == 0:
+            continue
+        virtual = np.asarray(position(int(m)), dtype=np.float64)
+        low = np.clip(np.floor(virtual).astype(np.intp), 0, m - 1)
+        group = counts == m
+        lower[group] = low
+        upper[group] = np.minimum(low + 1, m - 1)
+        lower_weight[group] = 1 - (virtual - low)
+        upper_weight[group] = virtual - low
+    # numpy puts q's dimensions first, then the kept axes (with keepdims= the ones).
+    q_size = int(np.prod(q_shape, dtype=np.int64))
+    moved = list(range(len(kept), len(kept) + len(q_shape)))
+    q_axes = list(range(len(q_shape)))
+    shape = np.shape(result)
+
+    def arranged(array):
+        return np.reshape(np.moveaxis(array, moved, q_axes), shape)
+
+    def sources(at):
+        flat = np.take_along_axis(in_order, np.reshape(at, (*kept_shape, q_size)), axis=-1)
+        return arranged(np.reshape(flat, at.shape))
+
+    params = {
+        "lower": sources(lower),
+        "upper": sources(upper),
+        "lower_weight": arranged(lower_weight),
+        "upper_weight": arranged(upper_weight),
+        "all_nan": None,
+    }
+    if np.any(counts == 0):
+        empty = np.broadcast_to(np.reshape(counts == 0, (*kept_shape, *(1,) * len(q_shape))),
+                                lower.shape)  # fmt: skip
+        params["all_nan"] = arranged(empty)
+    return apply(_NAN_RULES[name], (a,), params, result)
+
+
 def _refuse_traced(name, **arguments):
     for what, value in arguments.items():
         if value is not None and any_active((value,)):
@@ -90,6 +166,15 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return assign_out(result, out, "np.median")
 
 
+def _refuse_weighted(name, a):
+    if any_active((a,)):
+        raise NotDifferentiableError(
+            f"np.{name}(..., weights=) is not supported on traced arrays.\n"
+            "Fix: pass mutagrad.ignore_derivatives(a) if no gradient should "
+            "flow, or compute the weighted quantile from np.sort and np.cumsum."
+        )
+
+
 def _quantile_adapter(numpy_function, name):
     def adapter(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None, interpolation=None):  # fmt: skip
@@ -103,12 +188,7 @@ def _quantile_adapter(numpy_function, name):
         result = numpy_function(unwrap(a), q, axis=axis, keepdims=keepdims, **options)
         if isinstance(a, WrappedValue):
             if weights is not None:
-                if any_active((a,)):
-                    raise NotDifferentiableError(
-                        f"np.{name}(..., weights=) is not supported on traced arrays.\n"
-                        "Fix: pass mutagrad.ignore_derivatives(a) if no gradient should "
-                        "flow, or compute the weighted quantile from np.sort and np.cumsum."
-                    )
+                _refuse_weighted(name, a)
                 result = wrap_constant(result)
             else:
                 method_only = {"method": interpolation or method}
@@ -125,3 +205,50 @@ def _quantile_adapter(numpy_function, name):
 
 implements(np.percentile)(_quantile_adapter(np.percentile, "percentile"))
 implements(np.quantile)(_quantile_adapter(np.quantile, "quantile"))
+
+
+_NoValue = np._NoValue
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=_NoValue):
+    options = {} if keepdims is _NoValue else {"keepdims": keepdims}
+    result = np.nanmedian(unwrap(a), axis=axis, **options)
+    if isinstance(a, WrappedValue):
+        result = _nan_order_statistic(
+            "nanmedian", a, result, axis, lambda n: np.median(np.arange(n))
+        )
+    return assign_out(result, out, "np.nanmedian")
+
+
+def _nan_quantile_adapter(numpy_function, plain_function, name):
+    def adapter(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=_NoValue, *, weights=None):  # fmt: skip
+        _refuse_traced(name, q=q, weights=weights)
+        q, weights = unwrap(q), unwrap(weights)
+        options = {"method": method}
+        if keepdims is not _NoValue:
+            options["keepdims"] = keepdims
+        if weights is not None:
+            options["weights"] = weights
+        result = numpy_function(unwrap(a), q, axis=axis, **options)
+        if isinstance(a, WrappedValue):
+            if weights is not None:
+                _refuse_weighted(name, a)
+                result = wrap_constant(result)
+            else:
+
+                def position(n):
+                    return plain_function(np.arange(n, dtype=np.float64), q, method=method)
+
+                result = _nan_order_statistic(name, a, result, axis, position)
+        return assign_out(result, out, f"np.{name}")
+
+    adapter.__name__ = name
+    return adapter
+
+
+implements(np.nanpercentile)(
+    _nan_quantile_adapter(np.nanpercentile, np.percentile, "nanpercentile")
+)
+implements(np.nanquantile)(_nan_quantile_adapter(np.nanquantile, np.quantile, "nanquantile"))
