@@ -258,10 +258,6 @@ PYTHON_LEVEL: dict[str, str] = {
     "block": "a rule: numpy's block joins with numpy's C concatenate, which converts",
     "interp": "a rule: numpy's interp is C code",
     "tri": "takes no array values",
-    "histogram2d": "numpy's histogramdd reshapes by an ndarray shape, which "
-    "WrappedArray.reshape refuses",
-    "histogramdd": "numpy's histogramdd reshapes by an ndarray shape, which "
-    "WrappedArray.reshape refuses",
     "kaiser": "np.kaiser has no __array_function__, and its np.array([0.0, M, beta]) "
     "converts a traced beta",
 }

@@ -247,6 +247,22 @@ OTHERS = [
     ("histogram given bins", lambda x: np.histogram(x, [-2.0, 0.0, 2.0], weights=x)[0], (V,)),
     ("histogram density", lambda x: np.histogram(x, bins=3, density=True)[0], (V,)),
     ("histogram_bin_edges", lambda x: np.histogram_bin_edges(x, bins="auto"), (V,)),
+    ("histogramdd edges", lambda a: np.concatenate(np.histogramdd(a, bins=3)[1]), (A.T,)),
+    ("histogramdd list", lambda x, y: np.histogramdd([x, y], bins=(2, 3))[1][1], (V, COORDS)),
+    ("histogramdd weights", lambda a: np.histogramdd(a, bins=2, weights=a[:, 0] ** 2)[0], (A.T,)),
+    ("histogram2d edges", lambda x: np.concatenate(np.histogram2d(x, x[::-1], bins=2)[1:]), (V,)),
+    ("histogram2d raw y", lambda x: np.histogram2d(COORDS, x, bins=[2, 3])[2], (V,)),
+    (
+        "histogram2d weights",
+        lambda x, w: np.histogram2d(x, x**2, bins=3, weights=w)[0],
+        (V, COORDS),
+    ),
+    ("histogram2d density", lambda x: np.histogram2d(x, COORDS, bins=3, density=True)[0], (V,)),
+    (
+        "histogram2d given bins",
+        lambda x: np.histogram2d(x, x, [-2.0, 0.0, 2.0], weights=x)[0],
+        (V,),
+    ),
     ("i0", np.i0, (V * 3,)),  # across numpy's two series, at 8
     ("geomspace", lambda x: np.geomspace(x[0], x[1], 5), (COORDS[2:] + 0.5,)),
     ("ix_", lambda x: np.ix_(x, x[:2])[0] * np.ix_(x, x[:2])[1], (V,)),
@@ -284,6 +300,18 @@ def test_histogram_counts_carry_no_derivative():
     grad = mutagrad.gradient(f, V)[0]
     np.testing.assert_allclose(grad, check_gradient(f, V)[0])
     assert np.count_nonzero(grad) == 2  # only the minimum and the maximum move the edges
+
+
+def test_histogram2d_to_second_order():
+    """np.histogram2d runs numpy's code, whose np.histogramdd stacks ``[x, y]`` (traced)."""
+
+    def loss(x, w):
+        counts, xedges, yedges = np.histogram2d(x, x[::-1] ** 2, bins=[2, 3], weights=x * w)
+        density = np.histogram2d(x, w, bins=2, density=True)[0]
+        return quadratic(counts) + quadratic(xedges * yedges[:3]) + quadratic(density)
+
+    check_gradient(loss, V, COORDS, order=2)
+    check_gradient(loss, V, COORDS, order=2, mode="snapshot")
 
 
 def test_every_traced_function_is_registered_and_tested():

@@ -323,6 +323,15 @@ CASES = [
         (X,),
     ),
     (
+        "numpy_source",
+        "histogram2d (numpy's code, traced)",
+        lambda x: (
+            quadratic(np.concatenate(np.histogram2d(x[0], x[1] ** 2, bins=2)[1:]))
+            + quadratic(np.histogram2d(x[0], x[1], bins=2, weights=x[1] * x[0])[0])
+        ),
+        (X,),
+    ),
+    (
         "statistics",
         "median quantile",
         lambda x: quadratic(np.median(x, axis=0) * np.quantile(x, 0.3, axis=0)),

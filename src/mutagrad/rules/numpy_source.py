@@ -24,6 +24,10 @@ defaults, keyword defaults and closure) whose module globals are replaced:
   (``q = NX.zeros(n); q[k] = d`` in ``np.polydiv``), ``zeros``, ``ones``,
   ``empty`` and ``full`` return constant WrappedArrays, which can hold traced
   values;
+* ``atleast_1d``, ``atleast_2d``, ``atleast_3d`` stack a list of traced arrays
+  first (numpy dispatches them on the list, never seeing the traced arrays in
+  it: ``np.atleast_2d([x, y])`` in ``np.histogramdd``, which ``np.histogram2d``
+  calls);
 * numpy's private helpers the body calls by name (``_get_outer_edges`` of
   ``np.histogram``, ``_chbevl`` of ``np.i0``) are copied the same way.
 
@@ -114,6 +118,23 @@ def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kw
     return WrappedArray(np.full(shape, fill_value, dtype, order, **kwargs))
 
 
+def _stacking(numpy_function: Callable[..., Any]) -> Callable[..., Any]:
+    """``np.atleast_2d`` and kin, whose ``asanyarray`` also stacks a list of traced arrays.
+
+    numpy dispatches them on the list itself, so mutagrad never sees the traced
+    arrays inside (``np.atleast_2d([x, y])`` in ``np.histogramdd``).
+    """
+
+    @functools.wraps(numpy_function)
+    def at_least(*arrays: Any) -> Any:
+        return numpy_function(
+            *(stack_sequence(a) if holds_wrapped(a) and not isinstance(a, WrappedValue) else a
+              for a in arrays)
+        )  # fmt: skip
+
+    return at_least
+
+
 class _ArrayTypeMeta(type):
     def __instancecheck__(cls, instance: Any) -> bool:
         return isinstance(instance, (np.ndarray, WrappedArray))
@@ -145,11 +166,13 @@ CONVERTERS = (
     np.asarray_chkfinite,
 )
 ALLOCATORS = (np.zeros, np.ones, np.empty)
+STACKING = (np.atleast_1d, np.atleast_2d, np.atleast_3d)
 
 
 def _table(buffers: bool) -> dict[int, Any]:
     table: dict[int, Any] = {id(f): _converter(f, buffers) for f in CONVERTERS}
     table[id(np.ndarray)] = ArrayType
+    table.update({id(f): _stacking(f) for f in STACKING})
     if buffers:
         table.update({id(f): _buffer(f) for f in ALLOCATORS})
         table[id(np.full)] = _full
@@ -275,6 +298,12 @@ TRACED: dict[Any, Traced] = {
         "weighted counts the weights",
     ),
     np.histogram_bin_edges: Traced(True, "np.linspace between the data's min and max"),
+    np.histogramdd: Traced(
+        False,
+        "counts are integers (no derivative); each axis's edges follow its min and max, "
+        "weighted counts the weights",
+    ),
+    np.histogram2d: Traced(False, "np.histogramdd of `[x, y]` (stacked as numpy converts it)"),
     np.i0: Traced(True, "np.piecewise of numpy's Chebyshev series"),
     np.geomspace: Traced(True, "`start /= out_sign`, `result[0] = start` in place"),
     np.ix_: Traced(True, "reshapes of its arguments"),
