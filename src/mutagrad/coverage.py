@@ -186,7 +186,10 @@ QUERY = "a type, or a question about a type or an object"
 SCALAR_TYPE = "a numpy scalar type: it makes a raw number of a traced value (use x.astype)"
 COMPLEX = "complex values (mutagrad differentiates real-valued code only)"
 RAW_ARRAY = "returns a raw ndarray (use x.copy(), np.copy or mutagrad.array)"
-RAW_FILL = "allocates a raw array: a traced fill value is refused (np.full_like keeps it)"
+RAW_FILL = (
+    "numpy dispatches it on like= only, else converts a traced fill value into a raw array: "
+    "refused (np.full(..., like=x), np.full_like and mutagrad.numpy.full keep it)"
+)
 FROM_BYTES = "builds a raw array from bytes, a buffer or an iterator (np.stack keeps traced values)"
 OBJECT_ARRAYS = "runs a Python function on object arrays"
 EXPORTS = "exports a traced array's data (as x.tobytes() does)"
@@ -497,12 +500,12 @@ def status_of(name: str) -> tuple[str, str]:
         if status == "traced through":
             detail = "; ".join(filter(None, (TRACED[fn].how, detail)))
         return status, detail
+    if name in DECLARED:  # before the rules: np.full's serves its like= calls only
+        return DECLARED[name]
     if fn in UFUNC_RULES or fn in FUNCTION_RULES:
         return "supported", ""
     if fn in NONDIFFERENTIABLE:
         return "non-differentiable", ""
-    if name in DECLARED:
-        return DECLARED[name]
     return try_sample(name)
 
 

@@ -134,6 +134,69 @@ def test_full_like_of_a_raw_array_with_a_traced_fill_value_is_refused():
     assert g == 6.0
 
 
+# -- full (like=) ----------------------------------------------------------------
+
+
+@given(x=arrays())
+def test_full_like_keyword_with_a_traced_fill_value(x):
+    """numpy dispatches np.full on ``like=``: the fill value's gradient flows (second order)."""
+    flat = np.ravel
+
+    def check(f):
+        check_op(f, x, order=2)
+
+    check(lambda x: np.full((2, 3), flat(x)[0], like=x))  # a WrappedScalar
+    check(lambda x: np.full(x.shape, np.sum(x), like=x) * x)
+    check(lambda x: np.full((2, *x.shape), x, like=x))  # an array, broadcast
+    check(lambda x: np.full((3,), flat(x)[-1] ** 2, np.float64, "F", like=x))
+    check(lambda x: np.full((2,), [flat(x)[0], 1.0], like=x))  # a list holding a traced value
+
+
+def test_full_like_keyword_values_and_dtypes_are_numpys():
+    raw = np.array([1.5, -2.0])
+    x = mutagrad.asarray(raw)
+    for fill, raw_fill, dtype in [
+        (3, 3, None),
+        (2.5, 2.5, None),
+        (x[0], raw[0], None),
+        (x[0], raw[0], np.float32),
+        (x[1], raw[1], int),
+    ]:
+        made = np.full((2, 2), fill, dtype, like=x)
+        assert isinstance(made, mutagrad.WrappedArray)
+        want = np.full((2, 2), raw_fill, dtype)
+        np.testing.assert_array_equal(np.asarray(made), want, strict=True)
+    made = np.full((2, 3), 1.0, order="F", like=x)
+    assert np.asarray(made).flags.f_contiguous
+
+
+@given(x=arrays().filter(lambda x: np.all(np.abs(x - np.round(x)) > 0.01)))
+def test_full_like_keyword_with_an_integer_dtype_has_no_derivative(x):
+    def f(x):
+        made = np.full(x.shape, np.ravel(x)[0], dtype=np.int64, like=x)
+        assert not mutagrad.is_traced(made)
+        return made * x
+
+    check_op(f, x)
+
+
+def test_full_filled_in_place_after_like():
+    def f(x):
+        y = np.full((2, 3), x[0], like=x)
+        y[0, 1] = x[1] ** 2
+        return np.sum(y * y)
+
+    check_gradient(f, np.array([1.5, 2.0, -0.5]), order=2)
+
+
+def test_full_without_like_is_refused():
+    """Without ``like=``, numpy never dispatches np.full: it converts the fill value itself."""
+    with pytest.raises(mutagrad.TracerConversionError, match=r"np\.full"):
+        mutagrad.gradient(lambda s: np.sum(np.full((2, 3), s)), 1.5)
+    (g,) = mutagrad.gradient(lambda s: np.sum(np.full((2, 3), s, like=s)), 1.5)
+    assert g == 6.0
+
+
 # -- copyto --------------------------------------------------------------------
 
 
@@ -252,7 +315,7 @@ def test_logspace(data):
 
 
 def test_every_rule_of_the_module_is_tested():
-    tested = {*LIKE, np.full_like, np.copyto, np.linspace, np.logspace}
+    tested = {*LIKE, np.full_like, np.full, np.copyto, np.linspace, np.logspace}
     registered = rules_defined_in("mutagrad.rules.creation")
     assert registered, "found no rules: did the registry change?"
     missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}

@@ -63,7 +63,9 @@ def _creation(x):
     y[...] = np.sin(x)
     z = np.full_like(x, x[0, 0])
     np.copyto(z, x**2, where=W > 0)
-    return quadratic(y * z)
+    v = np.full(x.shape, x[1, 2] ** 2, like=x)  # numpy dispatches np.full on like=
+    v[0] = x[0] * x[1, 1]
+    return quadratic(y * z + v)
 
 
 # (module, name, function, arguments)

@@ -57,6 +57,26 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
                                       shape=shape))  # fmt: skip
 
 
+@implements(np.full)
+def full(shape, fill_value, dtype=None, order="C", *, device=None):
+    """``np.full(shape, fill_value, like=x)`` for a traced ``x``: a WrappedArray.
+
+    numpy dispatches np.full on ``like=`` only; without it, numpy converts a
+    traced fill value itself (refused, as any conversion). A traced fill value
+    keeps its gradient, as in np.full_like.
+    """
+    fill_value = array_like(fill_value)
+    if dtype is None:
+        dtype = np.asarray(unwrap(fill_value)).dtype  # as numpy's np.full
+    if (
+        isinstance(fill_value, WrappedValue)
+        and any_active((fill_value,))
+        and np.dtype(dtype).kind in "fc"
+    ):
+        return apply(FULL, (fill_value, shape), {"dtype": dtype, "order": order})
+    return wrap_constant(np.full(shape, unwrap(fill_value), dtype, order, device=device))
+
+
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
     src = array_like(src)
