@@ -148,3 +148,21 @@ def test_a_custom_rules_saved_value_is_named_at_the_users_line():
     assert "becomes: `w = square(y.copy())`" in message
     (operation,) = mutagrad.explain(f, np.ones(3), poisoned=True, file=None).operations
     assert operation.source == "w = square(y)" and "test_usability.py" in operation.site
+
+
+def test_np_full_of_a_traced_fill_value_names_fixes_that_work():
+    import mutagrad.numpy as mnp
+
+    def f(x):
+        return np.sum(np.full((3,), x[0]))
+
+    with pytest.raises(mutagrad.TracerConversionError) as error:
+        mutagrad.gradient(f, np.ones(2))
+    message = str(error.value)
+    assert "mnp.full((3,), x[0])" in message and "like=x[0]" in message
+    # both suggested fixes, as written, keep the gradient
+    for fixed in (
+        lambda x: np.sum(mnp.full((3,), x[0])),
+        lambda x: np.sum(np.full((3,), x[0], like=x[0])),
+    ):
+        np.testing.assert_array_equal(mutagrad.gradient(fixed, np.ones(2))[0], [3.0, 0.0])

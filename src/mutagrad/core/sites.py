@@ -584,6 +584,13 @@ def _conversion_construct(
             f"copy it with {argument}.copy(), or use mnp.array({argument}) "
             "(import mutagrad.numpy as mnp)",
         ]
+    if module in _NUMPY_MODULE_NAMES and name == "full" and len(expression.args) >= 2:
+        # numpy converts the fill value itself, before any protocol could see it.
+        shape, fill = argument, ast.unparse(expression.args[1])
+        return f"{called}({shape}, {fill}) with a traced fill value", [
+            f"mnp.full({shape}, {fill}) (import mutagrad.numpy as mnp) keeps its gradient",
+            f"or {called}({shape}, {fill}, like={fill}), or np.full_like(an_array, {fill})",
+        ]
     if module in _NUMPY_MODULE_NAMES and isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and _is_scalar_type(name):
             return _scalar_type_construct(called, module, name, argument)
