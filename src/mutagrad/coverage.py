@@ -257,7 +257,10 @@ PYTHON_LEVEL: dict[str, str] = {
     "polymul": "a rule: numpy's polymul converts the coefficients inside np.poly1d's methods",
     "vander": "a rule: numpy's vander runs np.multiply.accumulate(..., out=), which has no rule",
     "apply_along_axis": "a rule: numpy's code converts its input in C (_array_converter)",
-    "kron": "a rule: numpy's kron reshapes by an ndarray shape, which WrappedArray.reshape refuses",
+    "kron": (
+        "a rule, from when numpy's kron could not be traced (it reshapes by an ndarray "
+        "shape, which WrappedArray.reshape now takes)"
+    ),
     "block": "a rule: numpy's block joins with numpy's C concatenate, which converts",
     "interp": "a rule: numpy's interp is C code",
     "tri": "takes no array values",
