@@ -478,3 +478,37 @@ def test_element_write_after_capture_poisons_only_when_the_element_is_needed():
 
     (g,) = mutagrad.gradient(not_needed, np.arange(3.0))
     np.testing.assert_allclose(g, 2 * np.exp(np.arange(3.0)))
+
+
+def test_a_fourth_mode_is_a_policy_subclass_and_one_entry(monkeypatch):
+    # Issue 15: adding a mode touches core/modes.py only. This one counts the
+    # captures it is told about and otherwise poisons, as the default does.
+    from mutagrad.core import modes
+
+    class Counting(modes.Mode):
+        name = "counting"
+        role = "poison, counting overwrites"
+        seen = 0
+
+        def overwrite(self, capture, write):
+            Counting.seen += 1
+            super().overwrite(capture, write)
+
+    monkeypatch.setitem(modes.MODES, "counting", Counting())
+
+    def harmless(x):
+        y = x * 1.0
+        s = np.sum(y)
+        y[0] = 5.0
+        return s
+
+    def needs_old_value(x):
+        y = x * 1.0
+        z = y * y
+        y[0] = 5.0
+        return np.sum(z)
+
+    np.testing.assert_array_equal(mutagrad.gradient(harmless, np.ones(3), mode="counting")[0], 1.0)
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(needs_old_value, np.ones(3), mode="counting")
+    assert Counting.seen == 1
