@@ -43,26 +43,36 @@ _RULES = {
 }
 
 
+def _groups_in_order(data, axis):
+    """Each group that ``axis`` reduces, as a last axis, and its elements in sorted order.
+
+    Returns the kept axes, their shape, the group size ``n``, the values
+    (kept shape + ``(n,)``) and the flat positions of each group's elements
+    in stable sorted order (NaNs last).
+    """
+    axes = list(reduced_axes(axis, data.ndim))
+    kept = [i for i in range(data.ndim) if i not in axes]
+    kept_shape = tuple(data.shape[i] for i in kept)
+    n = int(np.prod([data.shape[i] for i in axes], dtype=np.int64))
+    values = np.reshape(np.transpose(data, kept + axes), (*kept_shape, n))
+    positions = np.reshape(np.transpose(index_map(data.shape), kept + axes), (*kept_shape, n))
+    in_order = np.take_along_axis(positions, np.argsort(values, axis=-1, kind="stable"), axis=-1)
+    return kept, kept_shape, n, values, in_order
+
+
 def _order_statistic(name, a, result, axis, position):
     """Record numpy's ``result`` with the pullback described in the module docstring.
 
     ``position(n)`` is the statistic of ``0, 1, ..., n - 1`` (one value per ``q``).
     """
     data = a._data
-    axes = list(reduced_axes(axis, data.ndim))
-    kept = [i for i in range(data.ndim) if i not in axes]
-    kept_shape = tuple(data.shape[i] for i in kept)
-    n = int(np.prod([data.shape[i] for i in axes], dtype=np.int64))
+    kept, _, n, _, in_order = _groups_in_order(data, axis)
     if n == 0 or data.dtype.kind not in "fc":
         return wrap_constant(result)
     virtual = np.asarray(position(n), dtype=np.float64)
     lower = np.clip(np.floor(virtual).astype(np.intp), 0, n - 1)
     upper = np.minimum(lower + 1, n - 1)
     weight = virtual - lower
-    # Each group's elements as a last axis: their values and their flat positions.
-    values = np.reshape(np.transpose(data, kept + axes), (*kept_shape, n))
-    positions = np.reshape(np.transpose(index_map(data.shape), kept + axes), (*kept_shape, n))
-    in_order = np.take_along_axis(positions, np.argsort(values, axis=-1, kind="stable"), axis=-1)
     # numpy puts q's dimensions first, then the kept axes (with keepdims= the ones).
     q_axes = list(range(virtual.ndim))
     moved = list(range(len(kept), len(kept) + virtual.ndim))
@@ -96,16 +106,10 @@ _NAN_RULES = {
 def _nan_order_statistic(name, a, result, axis, position):
     """As :func:`_order_statistic`, over each group's non-NaN elements only."""
     data = a._data
-    axes = list(reduced_axes(axis, data.ndim))
-    kept = [i for i in range(data.ndim) if i not in axes]
-    kept_shape = tuple(data.shape[i] for i in kept)
-    n = int(np.prod([data.shape[i] for i in axes], dtype=np.int64))
+    # The stable sort puts NaNs last: a group's m non-NaN elements come first, in order.
+    kept, kept_shape, n, values, in_order = _groups_in_order(data, axis)
     if n == 0 or data.dtype.kind not in "fc":
         return wrap_constant(result)
-    values = np.reshape(np.transpose(data, kept + axes), (*kept_shape, n))
-    positions = np.reshape(np.transpose(index_map(data.shape), kept + axes), (*kept_shape, n))
-    # A stable sort puts NaNs last: a group's m non-NaN elements come first, in order.
-    in_order = np.take_along_axis(positions, np.argsort(values, axis=-1, kind="stable"), axis=-1)
     counts = np.sum(~np.isnan(values), axis=-1)
     q_shape = np.shape(position(1))
     lower = np.zeros((*kept_shape, *q_shape), dtype=np.intp)
