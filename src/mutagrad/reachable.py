@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.sites import global_names
 from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedScalar,
@@ -23,14 +24,6 @@ from mutagrad.core.wrapped import (
 _MAX_DEPTH = 6
 _MAX_OBJECTS = 20_000
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), np.generic, type, range, slice)
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
 
 
 def _is_library(obj: Any) -> bool:
@@ -56,7 +49,7 @@ def _children(obj: Any) -> list[Any]:
         for cell in obj.__closure__ or ():
             with contextlib.suppress(ValueError):  # an empty cell
                 found.append(cell.cell_contents)
-        names = _code_names(obj.__code__)
+        names = global_names(obj.__code__)
         for name in names:
             if name in obj.__globals__:
                 value = obj.__globals__[name]

@@ -80,6 +80,15 @@ def user_site_from(frame: FrameType | None) -> Site | None:
     return None
 
 
+def global_names(code: CodeType) -> set[str]:
+    """The names ``code`` (and the functions and comprehensions in it) may read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= global_names(const)
+    return names
+
+
 def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
     """:func:`user_site_from` for a snapshot of a stack: ``(code, offset)`` pairs, innermost first.
 

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from mutagrad.core.sites import global_names
 from mutagrad.core.wrapped import WrappedArray, WrappedValue, holds_wrapped, stack_sequence
 from mutagrad.rules.registry import implements
 
@@ -238,7 +239,7 @@ class _Copier:
         copied.__doc__ = function.__doc__
         self.copies[key] = copied  # before the globals: helpers may call each other
         self.originals.append(function)
-        for name in _global_names(function.__code__):
+        for name in global_names(function.__code__):
             if name in namespace:
                 namespace[name] = self.substitute(namespace[name])
         return copied
@@ -248,15 +249,6 @@ def _is_numpy_code(function: types.FunctionType) -> bool:
     """A Python function of numpy's own (not numpy.testing's, not a user's)."""
     module = str(function.__globals__.get("__name__", ""))
     return module.partition(".")[0] == "numpy" and not module.startswith("numpy.testing")
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    """The names ``code`` (and the functions and comprehensions in it) may read as globals."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
 
 
 COPIERS = {False: _Copier(buffers=False), True: _Copier(buffers=True)}
