@@ -130,7 +130,11 @@ def _read_only(value: Any) -> Any:
     return value
 
 
-def _holds_wrapped(value: Any) -> bool:
+def _wrapped_out(value: Any) -> bool:
+    """Whether an ``out=`` value (an array, or a tuple of arrays as numpy takes it) is ours.
+
+    Not :func:`holds_wrapped`: numpy takes no list or nested sequence for ``out=``.
+    """
     if isinstance(value, WrappedValue):
         return True
     return isinstance(value, tuple) and any(isinstance(v, WrappedValue) for v in value)
@@ -142,7 +146,7 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
     An ``out=`` WrappedArray is written through the mutation machinery, so
     its version and the captures on it see the write.
     """
-    if _holds_wrapped(kwargs.get("out")):
+    if _wrapped_out(kwargs.get("out")):
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         result = call_without_derivative(func, args, kwargs)
