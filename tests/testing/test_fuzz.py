@@ -232,6 +232,26 @@ def test_a_kink_closer_than_both_steps_is_discarded_not_wrong():
     assert verdict.discarded.startswith("not smooth at the input: a finer")
 
 
+def test_a_kink_closer_than_the_first_finer_step_is_discarded_too():
+    # Found by the 20,000-program run of seed 10000: after v += x[0, 1], np.maximum(t2, x)
+    # compares two values 1.9e-5 apart, inside the float32 steps (1e-3, 1e-2) and the
+    # finer 1e-4 alike (all three give 0.61); mutagrad's 0.73 is right (1e-5 gives 0.74).
+    source = (
+        "def make(a0):\n"
+        "    def f(x):\n"
+        "        t2 = np.where(x > np.array(0.5), x, np.array(0.5))\n"
+        "        h3 = x.astype(np.float32)\n"
+        "        v4 = t2[...]\n"
+        "        v4 += x[0, 1]\n"
+        "        t5 = np.maximum(t2, x)\n"
+        "        return np.sum(np.tanh(h3)) + np.sum(np.tanh(v4)) + np.sum(np.tanh(t5))\n"
+        "    return f, (a0,)"
+    )
+    inputs = [[0.67, -1.829245], [-1.76949, 1.870265], [-0.18998, -1.329226]]
+    verdict = judge(program(source, inputs, low_precision=True))
+    assert verdict.discarded.startswith("not smooth at the input: a finer")
+
+
 def test_the_reproduction_script_runs_the_program(capsys):
     source = "def make(a0):\n    def f(x):\n        return np.sum(x * x)\n    return f, (a0[::-1],)"
     for drawn in (WRITES, program(source, [0.5, 2.0])):
