@@ -235,15 +235,11 @@ class GradientCall:
             # stays writable whatever flags are set here: a write through it
             # during f is caught by the fingerprint check in :meth:`run`.
             flags = x.flags
-            if (
-                self.borrow
-                and x.base is None
-                and flags.writeable
-                and (flags.c_contiguous or flags.f_contiguous)
-            ):  # the common case, _borrowable(x) spelled out: the caller's own array
-                w = self._borrow(x)
-                self.frozen.freeze(x)
-            elif self.borrow and _borrowable(x):
+            if self.borrow and (
+                # the common case, the caller's own array, decided without a call
+                (x.base is None and flags.writeable and (flags.c_contiguous or flags.f_contiguous))
+                or _borrowable(x)
+            ):
                 w = self._borrow(x)
                 self.frozen.freeze(x)
             else:
