@@ -314,3 +314,44 @@ def test_a_traced_scalar_becomes_a_writable_0d_array():
 
     (g,) = mutagrad.gradient(f, X3)
     np.testing.assert_allclose(g, [3.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("window", [0, 1, 2, 5, 8])
+@pytest.mark.parametrize("beta", [0.0, 1.5, np.float32(6.0)])
+def test_kaiser_differentiates_in_beta_with_numpys_window(window, beta):
+    # np.kaiser converts a traced beta (np.array([0.0, M, beta])); mnp.kaiser keeps it.
+    weights = np.linspace(-1.0, 2.0, window)
+    value, _ = mutagrad.vjp(lambda b: mnp.kaiser(window, b), beta)
+    np.testing.assert_array_equal(value, np.kaiser(window, beta), strict=True)
+
+    def loss(b):
+        return np.sum(mnp.kaiser(window, b) * weights)
+
+    grad = mutagrad.grad(loss)(float(beta))
+    want = numerical_gradient(lambda b: np.sum(np.kaiser(window, b) * weights), float(beta))[0]
+    np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-8)
+    if beta == 0.0:
+        # numpy's i0 takes np.abs(x) first; abs has derivative 0 at 0 (as in every AD
+        # system), so the second derivative at exactly beta = 0 is not i0's.
+        return
+    second = mutagrad.grad(mutagrad.grad(loss))(float(beta))
+    want2 = numerical_gradient(mutagrad.grad(loss), float(beta))[0]
+    np.testing.assert_allclose(second, want2, rtol=1e-5, atol=1e-7)
+
+
+def test_make_diagonal_is_autograds():
+    d = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -0.75]])
+    out = mnp.make_diagonal(d, axis1=-1, axis2=-2)
+    expected = np.zeros((2, 3, 3))
+    expected[:, [0, 1, 2], [0, 1, 2]] = d
+    np.testing.assert_array_equal(out, expected, strict=False)
+    assert isinstance(out, mutagrad.WrappedArray)
+    w = np.arange(18.0).reshape(2, 3, 3)
+    grad = mutagrad.grad(lambda x: np.sum(mnp.make_diagonal(x, axis1=-1, axis2=-2) * w))(d)
+    np.testing.assert_array_equal(grad, w[:, [0, 1, 2], [0, 1, 2]])
+    with pytest.raises(NotImplementedError, match="axis1=-1, axis2=-2"):
+        mnp.make_diagonal(d)
+
+
+def test_the_namespace_reports_numpys_version():
+    assert mnp.__version__ == np.__version__

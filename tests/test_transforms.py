@@ -441,3 +441,22 @@ def test_pullbacks_outputs_are_copies_where_the_pullback_reads_their_memory():
     out, vjp_fn = mutagrad.vjp(lambda x: (x, np.sum(np.sin(x))), X)
     out[0][:] = 100.0
     np.testing.assert_allclose(vjp_fn((np.zeros(3), 1.0))[0], np.cos(X))
+
+
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (1, 1, 1)])
+def test_an_output_of_one_element_counts_as_the_scalar(shape):
+    # As autograd and PyTorch take it (JAX raises): np.sum(..., keepdims=True).
+    x = np.array([[0.1, 0.2, 0.3]])
+
+    def f(x):
+        return np.reshape(np.sum(np.sin(x)), shape)
+
+    np.testing.assert_allclose(mutagrad.grad(f)(x), np.cos(x))
+    value, grad = mutagrad.value_and_grad(f)(x)
+    assert np.shape(value) == shape
+    np.testing.assert_allclose(grad, np.cos(x))
+    np.testing.assert_allclose(mutagrad.gradient(f, x)[0], np.cos(x))
+    second = mutagrad.grad(lambda x: np.sum(mutagrad.grad(f)(x)))(x)
+    np.testing.assert_allclose(second, -np.sin(x))
+    with pytest.raises(mutagrad.MutagradError, match=r"shape \(3,\)"):
+        mutagrad.grad(lambda x: np.sin(x[0]))(x)

@@ -373,7 +373,9 @@ class GradientCall:
                 f"{what} needs f to return a scalar, but it returned {type(out).__name__}.\n"
                 "Fix: return one number; for array outputs use mutagrad.jacobian."
             )
-        if out.shape != ():
+        if out.size != 1:
+            # One element of any shape is the scalar (np.sum(x, keepdims=True)), as
+            # autograd and PyTorch take it; its seed has its shape (see _seed).
             raise MutagradError(
                 f"{what} needs f to return a scalar, but it returned an array of shape "
                 f"{out.shape}.\n"
@@ -569,7 +571,9 @@ def _first(out: Any) -> Any:
 
 
 def _seed(node: Node) -> Any:
-    return cotangent_dtype(node.dtype).type(1.0)
+    """The cotangent 1 of a scalar output (of one element, shaped as the output)."""
+    one = cotangent_dtype(node.dtype).type(1.0)
+    return one if node.shape == () else np.full(node.shape, one)
 
 
 def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str) -> Params | None:
@@ -667,7 +671,8 @@ class Pullback:
     def __init__(self, call: GradientCall, out: Any):
         self._call = call
         self._out = out
-        self._finalizer = weakref.finalize(self, call.tape.release)
+        if call.parent is None:  # a nested call's tape is the enclosing call's
+            self._finalizer = weakref.finalize(self, call.tape.release)
 
     @api_boundary
     @collector_paused
@@ -681,6 +686,8 @@ class Pullback:
                 f"returned, but got {len(seeds_in)}.\n"
                 "Fix: pass dy with the structure of f's output (None for a part that gets none)."
             )
+        if call.parent is not None:
+            _check_enclosing_call_open(call.parent)
         seeds = []
         token = STATE.set(call.trace)
         try:
@@ -693,15 +700,44 @@ class Pullback:
                     )
                 node = node_of(y, call.tape) if isinstance(y, WrappedValue) else None
                 if node is not None and dy_leaf is not None:
-                    seeds.append((node, np.asarray(dy_leaf, dtype=cotangent_dtype(node.dtype))))
+                    seeds.append((node, _seed_of(dy_leaf, node)))
         finally:
             STATE.reset(token)
         bk = None
         if seeds:
             stop = call.stop_nodes()
-            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop)
+            # Inside the enclosing call the sweep is recorded at the current level,
+            # which differentiates it (dy and the captures may both be traced).
+            lift = None if call.parent is None else RECORDING
+            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, lift)
         grads = call.gradients(bk)
         return grads if isinstance(grads, Grads) else tuple(grads)
+
+
+def _seed_of(dy: Any, node: Node) -> Any:
+    """``dy`` as the cotangent of ``node``: cast to its cotangent dtype, still traced if it was."""
+    dtype = cotangent_dtype(node.dtype)
+    if isinstance(dy, WrappedValue):
+        return dy if dy.dtype == dtype else dy.astype(dtype)
+    return np.asarray(dy, dtype=dtype)
+
+
+def _check_enclosing_call_open(parent: Trace) -> None:
+    """Refuse a nested pullback's ``back`` once the gradient call around ``pullback`` returned.
+
+    Its tape belongs to that call, and a sweep recorded at any other level would
+    not be differentiated by it.
+    """
+    level = STATE.get()
+    while level is not None and level is not parent:
+        level = level.parent
+    if level is None:
+        raise MutagradError(
+            "back was called after the gradient call in which pullback (or vjp) ran had "
+            "returned; its recorded operations belong to that call.\n"
+            "Fix: call back inside that same call, or call pullback outside every gradient "
+            "call."
+        )
 
 
 @api_boundary
@@ -720,12 +756,6 @@ def pullback(
     returns :class:`Grads`. Parameters are not copied: writing one that the
     pullback reads poisons it, as for any WrappedArray.
     """
-    if STATE.get() is not None:
-        raise MutagradError(
-            "pullback inside a gradient call is not supported.\n"
-            "Fix: use mutagrad.gradient inside the call (nested gradients are differentiable), "
-            "or call pullback outside it."
-        )
     params = implicit_parameters(f, args, "pullback")
     call = GradientCall(args if params is None else (), mode, params=params, borrow=False)
     try:
@@ -737,6 +767,10 @@ def pullback(
     call.release_parameter_claims()
     call.thaw()  # the arguments were copied: the caller's arrays are theirs again
     back = Pullback(call, out)
+    if call.parent is not None:
+        # Inside an enclosing gradient call y stays traced, and back(dy) is
+        # recorded there: the enclosing call differentiates the pullback itself.
+        return out, back
     return _unwrap_output(out, owned_data), back
 
 

@@ -110,6 +110,44 @@ def full_like(a: Any, fill_value: Any, *args: Any, **kwargs: Any) -> _WrappedArr
     return _np.full_like(prototype, fill_value, *args, **kwargs)
 
 
+def kaiser(M: Any, beta: Any) -> Any:
+    """``np.kaiser``; a traced ``beta`` keeps its gradient.
+
+    numpy's kaiser is not dispatched (it has no array argument to dispatch
+    on) and converts ``beta`` with ``np.array([0.0, M, beta])``. This runs
+    the same formula on traced values, so the window is numpy's to the bit.
+    """
+    if not isinstance(beta, _WrappedValue):
+        return _np.kaiser(_unwrap(M), beta)
+    # numpy's np.array([0.0, M, beta]): at least float64; M is a length, not differentiated
+    dtype = _np.result_type(0.0, _np.asarray(_unwrap(M)), beta.dtype)
+    M = dtype.type(_unwrap(M))
+    beta = beta if beta.dtype == dtype else beta.astype(dtype)
+    if M == 1:
+        return _WrappedArray(_np.ones(1, dtype=dtype))
+    n = _np.arange(0, M)
+    alpha = (M - 1) / 2.0
+    return _np.i0(beta * _np.sqrt(1 - ((n - alpha) / alpha) ** 2.0)) / _np.i0(beta)
+
+
+def make_diagonal(D: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """autograd.numpy's ``make_diagonal`` (not a numpy function), for programs written for it.
+
+    A zero array of shape ``D.shape + (D.shape[-1],)`` with ``D`` on the
+    diagonal of its last two axes, float64 as autograd makes it; like
+    autograd's, only ``offset=0, axis1=-1, axis2=-2`` is supported.
+    """
+    if not (offset == 0 and axis1 == -1 and axis2 == -2):
+        raise NotImplementedError(
+            "make_diagonal supports offset=0, axis1=-1, axis2=-2 only (as autograd's does)."
+        )
+    n = _np.shape(D)[-1]
+    out = _WrappedArray(_np.zeros((*_np.shape(D), n)))
+    diagonal = _np.arange(n)
+    out[..., diagonal, diagonal] = asarray(D)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # array, asarray and friends.
 
@@ -543,6 +581,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "c_",
-    "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "linalg", "linspace",
-    "logspace", "ones", "ones_like", "r_", "zeros", "zeros_like",
+    "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "kaiser", "linalg",
+    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "zeros", "zeros_like",
 ]  # fmt: skip
+
+__version__ = _np.__version__  # programs written for autograd.numpy read np.__version__

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import _unwrap_output, call_with_gradient, owned_data, pullback
+from mutagrad.core.engine import STATE
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.core.wrapped import WrappedValue
@@ -257,7 +258,9 @@ def grad(
     gets zeros, never ``None``. With ``has_aux=True``, ``f`` returns ``(value,
     aux)`` and the result is ``(gradient, aux)``. Keyword arguments of the
     call reach ``f`` undifferentiated. A boolean or integer result raises
-    (it has no derivative). :func:`mutagrad.gradient` is Zygote's form.
+    (it has no derivative). An array of one element counts as the scalar
+    (``np.sum(x, keepdims=True)``), as in autograd and PyTorch, where JAX
+    raises. :func:`mutagrad.gradient` is Zygote's form.
     """
     _positions(argnums, "grad")
 
@@ -287,8 +290,10 @@ def vjp(
     does not depend on), and may be called many times. With ``has_aux=True``,
     ``f`` returns ``(out, aux)`` and ``vjp`` returns ``(out, vjp_fn, aux)``.
     Keyword arguments reach ``f`` undifferentiated. Built on
-    :func:`mutagrad.pullback` (Zygote's form), so the primals are copied and
-    ``vjp`` is not available inside a gradient call.
+    :func:`mutagrad.pullback` (Zygote's form), so the primals are copied.
+    Inside a gradient call (``grad`` of a function that calls ``vjp``) the
+    value stays traced and ``vjp_fn`` is differentiated by that call, in the
+    primals and in the cotangent alike.
     """
     selection = _Selection(f, primals, kwargs, tuple(range(len(primals))), "vjp")
     aux = _Aux(has_aux, "vjp", structured=True)
@@ -302,6 +307,8 @@ def vjp(
         return selection.per_argument(_filled(selection.leaves, derivatives))
 
     if has_aux:
+        if STATE.get() is not None:  # nested: aux stays traced, as the value does
+            return out, vjp_fn, aux.aux
         return out, vjp_fn, _unwrap_output(aux.aux, owned_data)  # copies what vjp_fn reads
     return out, vjp_fn
 

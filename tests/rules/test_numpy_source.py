@@ -264,6 +264,9 @@ OTHERS = [
         (V,),
     ),
     ("i0", np.i0, (V * 3,)),  # across numpy's two series, at 8
+    # A traced scalar: numpy's conversion makes it a 0-d array, which piecewise indexes.
+    ("i0 of a scalar", lambda x: np.i0(x[2] * 3), (V,)),
+    ("piecewise of a scalar", lambda x: np.piecewise(x[1], [x[1] < 0], [np.sin, np.cos]), (V,)),
     ("geomspace", lambda x: np.geomspace(x[0], x[1], 5), (COORDS[2:] + 0.5,)),
     ("ix_", lambda x: np.ix_(x, x[:2])[0] * np.ix_(x, x[:2])[1], (V,)),
 ]

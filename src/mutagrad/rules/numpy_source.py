@@ -78,6 +78,10 @@ def _numpy_decides(numpy_function: Callable[..., Any], fresh: bool, a: Any, *arg
         if not shares:
             order = "F" if model.flags.f_contiguous and not model.flags.c_contiguous else "C"
             result = np.reshape(a, data.shape).astype(model.dtype, order=order, copy=True)
+            if type(model) is np.ndarray and not isinstance(result, WrappedArray):
+                # numpy converts a scalar to a 0-d array (which the body may
+                # index: ``x[cond]`` in np.piecewise); a scalar's astype stays one.
+                result = np.copy(result)
         if result.shape != model.shape:
             result = np.reshape(result, model.shape)
         return result
