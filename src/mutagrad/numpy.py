@@ -25,6 +25,7 @@ Names not listed here are numpy's own objects.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import sys
 import types as _types
 from typing import Any
@@ -146,6 +147,78 @@ def make_diagonal(D: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> An
     diagonal = _np.arange(n)
     out[..., diagonal, diagonal] = asarray(D)
     return out
+
+
+class vectorize(_np.vectorize):
+    """``np.vectorize`` whose function may take and return traced values (as ``jnp.vectorize``).
+
+    numpy runs the function on the elements of object arrays, which cannot
+    hold a traced value. With a traced argument this calls the function on
+    traced elements (or, with ``signature=``, on traced core sub-arrays) in
+    numpy's order, as often as numpy does (the extra first call that finds
+    the output types included, unless ``cache=True`` or ``otypes`` is given),
+    and stacks the results in the dtype numpy gives them: the gradient flows
+    through every call. ``excluded`` and keyword arguments work as in numpy.
+    """
+
+    def _vectorize_call(self, func: Any, args: Any) -> Any:
+        if not args or not any(isinstance(a, _WrappedValue) or _traced_sequence(a)
+                               for a in args):  # fmt: skip
+            return super()._vectorize_call(func, args)
+        args = [asarray(a) if isinstance(a, _WrappedValue) or _traced_sequence(a)
+                else _np.asanyarray(a) for a in args]  # fmt: skip
+        first = None
+        if self.signature is not None:
+            in_core, out_core = self._in_and_out_core_dims
+            if len(args) != len(in_core):
+                raise TypeError(f"wrong number of positional arguments: expected "
+                                f"{len(in_core)!r}, got {len(args)!r}")  # fmt: skip
+            nout = len(out_core)
+        elif self.otypes is not None:
+            in_core, nout = [()] * len(args), len(self.otypes)
+        else:
+            in_core = [()] * len(args)
+            if any(a.size == 0 for a in args):
+                return super()._vectorize_call(func, [_unwrap(a) for a in args])  # numpy raises
+            first = func(*(_np.ravel(a)[0] for a in args))  # numpy's call that finds the types
+            nout = len(first) if isinstance(first, tuple) else 1
+        loop = _np.broadcast_shapes(*(_loop_shape(a, core) for a, core in zip(args, in_core)))
+        if _np.prod(loop) == 0:
+            return super()._vectorize_call(func, [_unwrap(a) for a in args])
+        spread = [_np.broadcast_to(a, loop + a.shape[a.ndim - len(core):])
+                  for a, core in zip(args, in_core)]  # fmt: skip
+        columns: list[list[Any]] = [[] for _ in range(nout)]
+        for index in _np.ndindex(*loop):
+            if first is not None and self.cache and not any(index):
+                results = first  # numpy hands the cached first call to the first element
+            else:
+                results = func(*(a[index] for a in spread))
+            results = results if isinstance(results, tuple) else (results,)
+            if len(results) != nout:
+                raise ValueError(f"wrong number of outputs from pyfunc: expected {nout!r}, "
+                                 f"got {len(results)!r}")  # fmt: skip
+            for column, result in zip(columns, results):
+                column.append(result)
+        typed = first if first is not None else tuple(column[0] for column in columns)
+        typed = typed if isinstance(typed, tuple) else (typed,)
+        outputs = []
+        for k, column in enumerate(columns):
+            dtype = _np.dtype(self.otypes[k]) if self.otypes is not None else _dtype_of(typed[k])
+            stacked = _np.stack([asarray(r) for r in column])
+            outputs.append(stacked.reshape(loop + stacked.shape[1:]).astype(dtype, copy=False))
+        return outputs[0] if nout == 1 else tuple(outputs)
+
+
+def _loop_shape(a: Any, core: tuple[str, ...]) -> tuple[int, ...]:
+    if a.ndim < len(core):
+        raise ValueError(f"input operand has {a.ndim} dimensions, but the signature needs "
+                         f"{len(core)} core dimensions")  # fmt: skip
+    return a.shape[: a.ndim - len(core)]
+
+
+def _dtype_of(value: Any) -> Any:
+    """The dtype numpy gives an output of vectorize: that of ``np.asarray`` of its first value."""
+    return value.dtype if isinstance(value, _WrappedValue) else _np.asarray(value).dtype
 
 
 # ---------------------------------------------------------------------------
@@ -571,8 +644,15 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     value = _translate(getattr(_np, name), name)
-    globals()[name] = value  # translated once; later lookups find it directly
+    if name not in _BUILTIN_NAMES:
+        globals()[name] = value  # translated once; later lookups find it directly
+    # A builtin's name (any, all, max, sum, round, bool...) is translated on every
+    # lookup instead: a module global of that name would shadow the builtin in
+    # this module's own functions (any(...) would become np.any of a generator).
     return value
+
+
+_BUILTIN_NAMES = frozenset(dir(_builtins))
 
 
 def __dir__() -> list[str]:
@@ -582,7 +662,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "c_",
     "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "kaiser", "linalg",
-    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "zeros", "zeros_like",
+    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "vectorize", "zeros",
+    "zeros_like",
 ]  # fmt: skip
 
 __version__ = _np.__version__  # programs written for autograd.numpy read np.__version__
