@@ -266,6 +266,16 @@ PYTHON_LEVEL: dict[str, str] = {
     "tri": "takes no array values",
     "kaiser": "np.kaiser has no __array_function__, and its np.array([0.0, M, beta]) "
     "converts a traced beta",
+    "unique": (
+        "a rule: numpy's unique finds duplicates in C (its hash table converts the input) and, "
+        "with axis=, views the rows as one structured dtype; the rule takes numpy's values "
+        "from their first occurrences"
+    ),
+    **dict.fromkeys(
+        ("unique_values", "unique_counts", "unique_inverse", "unique_all"),
+        "a rule: np.unique's, with the keywords numpy's code passes it (equal_nan=False); "
+        "numpy's code, one np.unique call, would trace too",
+    ),
 }
 
 

@@ -179,6 +179,35 @@ def test_each_path_poisons_what_it_overwrites(write):
     check_gradient(program, X, mode="snapshot")
 
 
+def test_sort_values_are_numpy_s_bit_for_bit():
+    """Equal elements with other bits (0.0 and -0.0) sit where numpy's own sort puts them.
+
+    numpy's default sort is not stable; the gradient of a tie goes to the element a
+    stable sort puts there, but the values are numpy's, signs of zeros included.
+    """
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, (3, 70)).astype(float)
+    x[rng.random(x.shape) < 0.5] *= -1  # zeros of both signs
+
+    def program(x):
+        y = x * 1.0
+        y.sort(axis=0)
+        by_row = np.sort(x, axis=1)
+        return np.sum(by_row * np.arange(70.0)), (by_row, np.sort(x, axis=None), y)
+
+    result = mutagrad.withgradient(program, x)
+    y = x.copy()
+    y.sort(axis=0)
+    want = (np.sort(x, axis=1), np.sort(x, axis=None), y)
+    for got, value in zip(result.val[1], want):
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(value))
+        np.testing.assert_array_equal(got, value, strict=True)
+    # each row's weights land on a permutation of the row: a stable sort's order
+    expected = np.empty_like(x)
+    np.put_along_axis(expected, np.argsort(x, axis=1, kind="stable"), np.arange(70.0), 1)
+    np.testing.assert_array_equal(result.grad[0], expected)
+
+
 def test_unsupported_ufunc_at_on_traced_arrays_names_itself():
     def program(x):
         y = x * 1.0

@@ -269,6 +269,17 @@ OTHERS = [
     ("piecewise of a scalar", lambda x: np.piecewise(x[1], [x[1] < 0], [np.sin, np.cos]), (V,)),
     ("geomspace", lambda x: np.geomspace(x[0], x[1], 5), (COORDS[2:] + 0.5,)),
     ("ix_", lambda x: np.ix_(x, x[:2])[0] * np.ix_(x, x[:2])[1], (V,)),
+    # The set functions: common values are common by construction (the same elements of x),
+    # so they stay common under finite differences; each is taken from ar1.
+    ("union1d", lambda x, y: np.union1d(x, np.append(x[3:], y[:3] ** 2)), (V, COORDS)),
+    ("intersect1d", lambda x: np.intersect1d(x, x[[4, 1, 1]]), (V,)),
+    (
+        "intersect1d return_indices",
+        lambda x: np.intersect1d(x[::-1], x[:3], assume_unique=True, return_indices=True)[0],
+        (V,),
+    ),
+    ("setdiff1d", lambda x: np.setdiff1d(x, x[1:3]), (V,)),
+    ("setxor1d", lambda x, y: np.setxor1d(x, np.append(x[:2], y[:2])), (V, COORDS)),
 ]
 
 

@@ -334,6 +334,17 @@ CASES = [
         (X,),
     ),
     (
+        "sets",
+        "unique unique_all (and intersect1d setxor1d, numpy's code, traced)",
+        lambda x: (
+            quadratic(np.unique(x) + np.unique(x, axis=1).ravel())
+            + quadratic(np.unique_all(x[::-1]).values)
+            # common values by construction: each is taken from the first argument
+            + quadratic(np.intersect1d(x[0], x.ravel()[1:4]) * np.setxor1d(x[0], x[1, :2])[:2])
+        ),
+        (X,),
+    ),
+    (
         "statistics",
         "median quantile",
         lambda x: quadratic(np.median(x, axis=0) * np.quantile(x, 0.3, axis=0)),

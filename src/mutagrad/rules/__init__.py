@@ -25,6 +25,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     numpy_source,
     rearrange,
     reductions,
+    sets,
     shape,
     signals,
     statistics,

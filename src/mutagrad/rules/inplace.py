@@ -18,12 +18,19 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.indexing import normalize_index
-from mutagrad.core.memory import layout_of
 from mutagrad.core.messages import conversion_message
 from mutagrad.core.mutation import assign, refuse_overlapping, write_in_place
 from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.wrapped import WrappedArray, WrappedValue, any_active, array_like, unwrap
+from mutagrad.core.wrapped import (
+    WrappedArray,
+    WrappedValue,
+    any_active,
+    array_like,
+    unwrap,
+    wrap_constant,
+)
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
+from mutagrad.rules.rearrange import index_map, rearranged
 from mutagrad.rules.registry import VjpRule, implements, implements_method
 
 
@@ -219,18 +226,22 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
             "np.sort(..., order=) (structured arrays) has no derivative.\n"
             "Fix: sort plain float arrays (np.argsort on the key field, then take the fields)."
         )
+    # numpy's own sort gives the values, bit for bit and in numpy's memory order (an
+    # F-ordered input gives an F-ordered result). Each is recorded as a copy of the
+    # element a stable sort puts there: equal elements may differ in their bits
+    # (0.0 and -0.0, NaNs), which numpy's unstable sort may order either way.
+    # The pullback reads only the positions, so sorting in place poisons nothing.
+    data = unwrap(a)
+    result = np.sort(data, axis=axis, kind=kind, stable=stable)
+    if not isinstance(a, WrappedValue):
+        return result
+    if a.size == 0:
+        return wrap_constant(result)
+    positions = index_map(np.shape(data))
     if axis is None:
-        a, axis = np.ravel(a), -1
-    permutation = np.argsort(a, axis=axis, kind="stable")
-    # A gather by the sorting permutation: the same values as numpy's sort, and a
-    # pullback that reads only the permutation, so sorting in place poisons nothing.
-    result = np.take_along_axis(a, permutation, axis)
-    # numpy sorts a copy in the input's memory order (an F-ordered input gives an
-    # F-ordered result), and a later reshape views or copies by that order.
-    axes = layout_of(np.empty_like(unwrap(a), order="K"))
-    if axes is not None and isinstance(result, WrappedArray):
-        result = np.transpose(np.copy(np.transpose(result, axes), order="C"), np.argsort(axes))
-    return result
+        data, positions, axis = np.ravel(data), np.ravel(positions), -1
+    sources = np.argsort(data, axis=axis, kind="stable")
+    return rearranged("sort", a, result, np.take_along_axis(positions, sources, axis))
 
 
 @implements_method("sort")

@@ -303,6 +303,16 @@ TRACED: dict[Any, Traced] = {
     np.i0: Traced(True, "np.piecewise of numpy's Chebyshev series"),
     np.geomspace: Traced(True, "`start /= out_sign`, `result[0] = start` in place"),
     np.ix_: Traced(True, "reshapes of its arguments"),
+    # The set functions reach np.unique's rule (mutagrad.rules.sets): a value equal in
+    # several places is taken from its first occurrence, in ar1 before ar2.
+    np.union1d: Traced(False, "np.unique of the concatenation"),
+    np.intersect1d: Traced(
+        False,
+        "np.unique of each, `aux.sort()` in place, then a mask: "
+        "each common value is taken from ar1",
+    ),
+    np.setdiff1d: Traced(False, "np.unique of each, then a mask from numpy's `_isin`"),
+    np.setxor1d: Traced(False, "np.unique of each, `aux.sort()` in place, then a mask"),
 }
 
 
