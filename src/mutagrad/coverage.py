@@ -185,13 +185,19 @@ NO_ARRAY_VALUES = "takes no array values (a shape, a size, a dtype, a setting)"
 QUERY = "a type, or a question about a type or an object"
 SCALAR_TYPE = "a numpy scalar type: it makes a raw number of a traced value (use x.astype)"
 COMPLEX = "complex values (mutagrad differentiates real-valued code only)"
-RAW_ARRAY = "returns a raw ndarray (use x.copy(), np.copy or mutagrad.array)"
+RAW_ARRAY = (
+    "returns a raw ndarray (use x.copy(), np.copy, mutagrad.array, or mutagrad.numpy's "
+    "array/asarray, which stack lists of traced values)"
+)
 RAW_FILL = (
     "numpy dispatches it on like= only, else converts a traced fill value into a raw array: "
     "refused (np.full(..., like=x), np.full_like and mutagrad.numpy.full keep it)"
 )
 FROM_BYTES = "builds a raw array from bytes, a buffer or an iterator (np.stack keeps traced values)"
-OBJECT_ARRAYS = "runs a Python function on object arrays"
+OBJECT_ARRAYS = (
+    "runs a Python function on object arrays (mutagrad.numpy.vectorize runs it on traced "
+    "values, as jnp.vectorize)"
+)
 EXPORTS = "exports a traced array's data (as x.tobytes() does)"
 
 # Functions that are not tried: (status, reason).
@@ -265,7 +271,7 @@ PYTHON_LEVEL: dict[str, str] = {
     "interp": "a rule: numpy's interp is C code",
     "tri": "takes no array values",
     "kaiser": "np.kaiser has no __array_function__, and its np.array([0.0, M, beta]) "
-    "converts a traced beta",
+    "converts a traced beta (mutagrad.numpy.kaiser runs the same formula on it)",
     "unique": (
         "a rule: numpy's unique finds duplicates in C (its hash table converts the input) and, "
         "with axis=, views the rows as one structured dtype; the rule takes numpy's values "
