@@ -641,9 +641,14 @@ def call_with_gradient(
     return result
 
 
-def _nested_output(out: Any, call: GradientCall) -> Any:
-    # Inside an enclosing gradient call the value stays traced.
-    return out if call.parent is not None else _unwrap_output(out)
+def _nested_output(
+    out: Any, call: GradientCall, data: Callable[[WrappedValue], Any] = _data_of
+) -> Any:
+    """``out`` for the caller: traced inside an enclosing gradient call, else ``data`` of it.
+
+    Inside, the enclosing call differentiates what the caller does with it.
+    """
+    return out if call.parent is not None else _unwrap_output(out, data)
 
 
 @api_boundary
@@ -766,12 +771,8 @@ def pullback(
         raise
     call.release_parameter_claims()
     call.thaw()  # the arguments were copied: the caller's arrays are theirs again
-    back = Pullback(call, out)
-    if call.parent is not None:
-        # Inside an enclosing gradient call y stays traced, and back(dy) is
-        # recorded there: the enclosing call differentiates the pullback itself.
-        return out, back
-    return _unwrap_output(out, owned_data), back
+    # Nested, back(dy) is recorded too: the enclosing call differentiates the pullback.
+    return _nested_output(out, call, owned_data), Pullback(call, out)
 
 
 def owned_data(w: WrappedValue) -> Any:
