@@ -81,6 +81,8 @@ def array_ufunc(
         return apply(rule, inputs, kwargs or None)
     if key in NONDIFFERENTIABLE or not any_active(inputs):
         return call_without_derivative(getattr(ufunc, method), inputs, kwargs)
+    if METHOD_RULES["rules_on_first_use"](key):  # SciPy's, registered when first met
+        return array_ufunc(ufunc, method, inputs, kwargs)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     raise MissingRuleError(missing_rule_message(f"np.{name}"))
 

@@ -45,6 +45,7 @@ from mutagrad.core.wrapped import (
     BUFFER,
     DETACHED,
     FROZEN,
+    METHOD_RULES,
     NONDIFFERENTIABLE,
     READONLY,
     SHARED_INPUT,
@@ -666,6 +667,8 @@ def ufunc_into(
         and ufunc not in NONDIFFERENTIABLE
         and (any_active(inputs) or any_active((out,)))
     ):
+        if METHOD_RULES["rules_on_first_use"](ufunc):  # SciPy's, registered when first met
+            return ufunc_into(ufunc, inputs, out, kwargs)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
 
     def perform(raw: list[Any], target: np.ndarray) -> None:

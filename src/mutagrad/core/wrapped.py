@@ -695,6 +695,8 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
             return rule.call((a, b), None)
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a, b), (ra, rb))
+        if METHOD_RULES["rules_on_first_use"](ufunc):  # SciPy's, registered when first met
+            return _binary(ufunc, pyop, a, b)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
     node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
@@ -720,6 +722,8 @@ def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
             return rule.call((a,), None)
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a,), (ra,))
+        if METHOD_RULES["rules_on_first_use"](ufunc):  # as in _binary
+            return _unary(ufunc, pyop, a)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     site = user_site_from(_getframe(2))  # as in _binary
     node, need_ans = record1(rule, a, ra, na, result, None, trace, site)

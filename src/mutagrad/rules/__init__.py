@@ -17,6 +17,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     cumulative,
     einsum,
     factorizations,
+    first_use,
     inplace,
     library,
     linalg,
