@@ -15,6 +15,7 @@ PoisonedCaptureError offers).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
 import linecache
 import os
@@ -29,6 +30,15 @@ import numpy
 Site = tuple[CodeType, int]  # (code, bytecode offset)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _library_dirs(name: str) -> list[str]:
+    """Where an installed library's code lives, found without importing it (SciPy: an
+    error raised inside its code names the user's call into it)."""
+    spec = importlib.util.find_spec(name)
+    locations = spec.submodule_search_locations if spec is not None else None
+    return [os.path.abspath(d) + os.sep for d in locations or ()]
+
 # Modules whose frames are machinery, never the user's code. mutagrad.testing,
 # the report corpus and the examples are user code as far as sites are concerned.
 # custom.py is machinery: a function with a custom rule is called from the
@@ -48,7 +58,10 @@ _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "checkpoint.py"),
     os.path.join(_PACKAGE_DIR, "hook.py"),
     os.path.join(_PACKAGE_DIR, "reachable.py"),
+    os.path.join(_PACKAGE_DIR, "porting.py"),
+    os.path.join(_PACKAGE_DIR, "scipy") + os.sep,
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
+    *_library_dirs("scipy"),
     "<__array_function__",
 )
 # Code already classified: machinery (skipped by the walk), or the user's,
