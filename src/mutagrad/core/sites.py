@@ -391,6 +391,8 @@ def _creation_fix(site: Site, name: str) -> str:
     """
     code = site[0]
     last = site_line(site) or code.co_firstlineno
+    # numpy's own fix needs no import: like= a traced array (the function's first argument).
+    traced = code.co_varnames[0] if code.co_argcount else "x"
     pattern = re.compile(rf"^\s*{re.escape(name)}\s*=\s*(np|numpy)\.(\w+)\(")
     for number in range(last - 1, code.co_firstlineno - 1, -1):
         text = linecache.getline(code.co_filename, number).strip()
@@ -398,15 +400,38 @@ def _creation_fix(site: Site, name: str) -> str:
         if found and found.group(2) in _MNP_CONSTRUCTORS and "`" not in text:
             rewritten = text.replace(f"{found.group(1)}.{found.group(2)}(",
                                      f"mnp.{found.group(2)}(", 1)  # fmt: skip
+            like = _with_like(text, found.end(), traced)
+            plain = (f"\n      or, with numpy alone: `{like}`"
+                     if like and found.group(2) in _LIKE_CONSTRUCTORS else "")  # fmt: skip
             return (
                 f"allocate it with mutagrad.numpy (import mutagrad.numpy as mnp), which can "
                 f"hold traced values:\n      line {number}: `{text}`\n      becomes: `{rewritten}`"
+                + plain
             )
     return (
-        f"allocate `{name}` from a traced array (np.zeros_like(x), np.empty_like(x)) or with "
-        "mutagrad.numpy (import mutagrad.numpy as mnp; mnp.zeros(n)), so that it can hold "
-        "traced values"
+        f"allocate `{name}` in the function so that it can hold traced values: "
+        f"np.zeros(n, like={traced}) (any traced array as like=), np.zeros_like({traced}), or "
+        "mnp.zeros(n) (import mutagrad.numpy as mnp); an array kept across calls (a "
+        "module-level scratch buffer) is made with mutagrad.array(np.zeros(n))"
     )
+
+
+# The constructors whose numpy signature takes like= (linspace and logspace do not).
+_LIKE_CONSTRUCTORS = frozenset(
+    {"zeros", "ones", "empty", "full", "arange", "eye", "identity", "array", "asarray"}
+)
+
+
+def _with_like(text: str, start: int, traced: str) -> str | None:
+    """``text`` with ``like=traced`` added to the call whose arguments begin at ``start``."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            inside = text[start:i].rstrip().rstrip(",")
+            separator = ", " if inside else ""
+            return f"{text[:start]}{inside}{separator}like={traced}{text[i:]}"
+    return None
 
 
 def _is_setitem_call(expression: ast.expr | None) -> bool:
