@@ -74,10 +74,12 @@ def _gathered(name: str, x: WrappedValue, result: Any, axis: Any, equal_nan: boo
 
 @implements(np.unique)
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, sorted=True):  # fmt: skip
+           equal_nan=True, **keywords):  # fmt: skip
+    # ``keywords``: what else this numpy's unique takes (``sorted=`` since numpy 2.3), handed
+    # on as given, so each numpy accepts and refuses exactly its own keywords.
     ar = array_like(ar)
     result = np.unique(unwrap(ar), return_index, return_inverse, return_counts, axis,
-                       equal_nan=equal_nan, sorted=sorted)  # fmt: skip
+                       equal_nan=equal_nan, **keywords)  # fmt: skip
     if not isinstance(ar, WrappedValue):
         return result
     return _gathered("unique", ar, result, axis, equal_nan)
