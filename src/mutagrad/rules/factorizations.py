@@ -76,13 +76,14 @@ def _reduced_svd(a):
     return np.linalg.svd(a, full_matrices=False)
 
 
-def _singular_values_vjp(g, ans, a):
-    # d s_i = u_i^T da v_i.
-    u, _, vh = _reduced_svd(a)
+def _singular_values_vjp(g, ans, a, decompose=_reduced_svd):
+    # d s_i = u_i^T da v_i. (decompose: scipy.linalg.svd's rules decompose with SciPy's
+    # routine, so that the vectors' signs are those of the output.)
+    u, _, vh = decompose(a)
     return np.matmul(u * np.expand_dims(g, -2), vh)
 
 
-def _left_vectors_vjp(g, ans, a, full_matrices=True):
+def _left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
     # The U terms of the SVD's adjoint (Townsend, "Differentiating the singular value
     # decomposition", 2016): abar = U (F o (U^T Ubar - Ubar^T U)) S V^T
     # + (I - U U^T) Ubar S^-1 V^T, with F_ij = 1 / (s_j^2 - s_i^2).
@@ -91,7 +92,7 @@ def _left_vectors_vjp(g, ans, a, full_matrices=True):
     if full_matrices and m > k:
         _refuse_arbitrary_basis(g[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
         g = g[..., :, :k]
-    u, s, vh = _reduced_svd(a)
+    u, s, vh = decompose(a)
     ug = np.matmul(_mT(u), g)
     inner = _inverse_gaps(s * s) * (ug - _mT(ug)) * np.expand_dims(s, -2)
     if m > k:
@@ -100,7 +101,7 @@ def _left_vectors_vjp(g, ans, a, full_matrices=True):
     return np.matmul(u, np.matmul(inner, vh))
 
 
-def _right_vectors_vjp(g, ans, a, full_matrices=True):
+def _right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
     # The V terms: abar = U S (F o (V^T Vbar - Vbar^T V)) V^T + U S^-1 Vbar^T (I - V V^T),
     # with Vbar = g^T (g is the cotangent of Vh).
     m, n = np.shape(a)[-2:]
@@ -108,7 +109,7 @@ def _right_vectors_vjp(g, ans, a, full_matrices=True):
     if full_matrices and n > k:
         _refuse_arbitrary_basis(g[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
         g = g[..., :k, :]
-    u, s, vh = _reduced_svd(a)
+    u, s, vh = decompose(a)
     vg = np.matmul(vh, _mT(g))
     inner = np.expand_dims(s, -1) * (_inverse_gaps(s * s) * (vg - _mT(vg)))
     result = np.matmul(inner, vh)
