@@ -49,6 +49,17 @@ from mutagrad.explain import Explanation, explain
 from mutagrad.higher import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.hook import hook
 from mutagrad.params import Grads, Params
+from mutagrad.porting import (
+    adam,
+    elementwise_grad,
+    flatten,
+    hessian_vector_product,
+    hvp,
+    make_vjp,
+    ravel_pytree,
+    rmsprop,
+    sgd,
+)
 
 # jacobian and hessian have two faces: jacobian(f, x) is Zygote's, jacobian(f) JAX's.
 from mutagrad.transforms import grad, hessian, jacobian, jacrev, value_and_grad, vjp
@@ -78,26 +89,35 @@ __all__ = [
     "WrappedScalar",
     "WrappedValue",
     "ZeroTangent",
+    "adam",
     "array",
     "asarray",
     "checkpointed",
     "defvjp",
     "diaghessian",
+    "elementwise_grad",
     "explain",
+    "flatten",
     "grad",
     "gradient",
     "hessian",
     "hessian_reverse",
+    "hessian_vector_product",
     "hook",
+    "hvp",
     "ignore_derivatives",
     "is_traced",
     "jacobian",
     "jacrev",
+    "make_vjp",
     "mode",
     "non_differentiable",
     "primitive",
     "pullback",
+    "ravel_pytree",
+    "rmsprop",
     "rrule",
+    "sgd",
     "value_and_grad",
     "vjp",
     "withgradient",

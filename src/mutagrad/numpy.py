@@ -638,6 +638,7 @@ def _submodule(name: str) -> _types.ModuleType:
 
 linalg = _submodule("linalg")
 fft = _submodule("fft")
+random = _submodule("random")  # import mutagrad.numpy.random as npr, as autograd.numpy.random
 
 
 def __getattr__(name: str) -> Any:
@@ -662,8 +663,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "c_",
     "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "kaiser", "linalg",
-    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "vectorize", "zeros",
-    "zeros_like",
+    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "random", "vectorize",
+    "zeros", "zeros_like",
 ]  # fmt: skip
 
 __version__ = _np.__version__  # programs written for autograd.numpy read np.__version__

@@ -60,6 +60,15 @@ def _positions(argnums: Argnums, caller: str) -> tuple[tuple[int, ...], bool]:
     raise TypeError(f"{caller}: argnums must be an int or a tuple of ints, got {argnums!r}")
 
 
+def autograd_argnum(argnums: Argnums, argnum: Argnums | None, caller: str) -> Argnums:
+    """``argnums``, or ``argnum`` (autograd's spelling of it) when that is the one given."""
+    if argnum is None:
+        return argnums
+    if argnums != 0:
+        raise TypeError(f"{caller}: give argnums (or autograd's argnum), not both")
+    return argnum
+
+
 def _is_differentiable(leaf: Any) -> bool:
     """Numbers, real or integer arrays and traced values; not bools, strings or None."""
     if isinstance(leaf, (bool, np.bool_)):
@@ -222,6 +231,7 @@ def value_and_grad(
     *,
     has_aux: bool = False,
     mode: str | None = None,
+    argnum: Argnums | None = None,
 ) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(f(*args), the gradient of f)``, in JAX's convention.
 
@@ -233,6 +243,7 @@ def value_and_grad(
     reach ``f`` undifferentiated. ``mode`` is the mutation mode ("poison",
     "strict", "snapshot").
     """
+    argnums = autograd_argnum(argnums, argnum, "value_and_grad")
     _positions(argnums, "value_and_grad")  # refuse a bad argnums now, not at the call
 
     @api_boundary
@@ -250,6 +261,7 @@ def grad(
     *,
     has_aux: bool = False,
     mode: str | None = None,
+    argnum: Argnums | None = None,
 ) -> Callable[..., Any]:
     """The gradient of scalar-valued ``f`` as a function, in JAX's convention.
 
@@ -262,6 +274,7 @@ def grad(
     (``np.sum(x, keepdims=True)``), as in autograd and PyTorch, where JAX
     raises. :func:`mutagrad.gradient` is Zygote's form.
     """
+    argnums = autograd_argnum(argnums, argnum, "grad")
     _positions(argnums, "grad")
 
     @api_boundary
