@@ -49,3 +49,18 @@ def test_a_boundary_other_than_zeros_is_refused():
         mutagrad.grad(lambda a: np.sum(signal.convolve2d(a, np.ones((2, 2)), boundary="wrap")))(
             np.ones((3, 3))
         )
+
+
+def test_autograds_generalized_convolve():
+    # convolve(A, B, axes=, dot_axes=): convolve over some axes pairs, contract others; the
+    # output has A's other axes, then B's, then the convolved ones (HIPS autograd's layout).
+    a, b = RNG.standard_normal((3, 5)), RNG.standard_normal((3, 4, 2))
+    for mode in ("full", "valid", "same"):
+        got = signal.convolve(a, b, axes=([1], [1]), dot_axes=([0], [0]), mode=mode)
+        want = sum(scipy_signal.convolve(a[i], b[i, :, 1], mode) for i in range(3))
+        np.testing.assert_allclose(got[1], want)
+        assert got.shape == (2, len(want))
+        check_gradient(lambda a, b, m=mode: np.sum(signal.convolve(
+            a, b, axes=([1], [1]), dot_axes=([0], [0]), mode=m) ** 2), a, b, order=2)  # fmt: skip
+    outer = signal.convolve(a, b[0], axes=([1], [0]), mode="full")
+    np.testing.assert_allclose(outer[2, 1], scipy_signal.convolve(a[2], b[0, :, 1]))

@@ -1,9 +1,11 @@
-"""Derivative rules of ``scipy.signal``'s convolutions: ``convolve``, ``correlate``, and their 2-D forms.
+"""Derivative rules of ``scipy.signal``'s convolutions: ``convolve``, ``correlate`` and 2-D forms.
 
 A convolution is bilinear: with the output's cotangent ``g`` placed back into
 the 'full' output (zeros where 'same' or 'valid' cut it), each input's
 cotangent is the 'valid' convolution of that with the other input flipped on
-every axis. ``correlate(a, b)`` is ``convolve(a, b flipped)``. The vjps call
+every axis. ``correlate(a, b)`` is ``convolve(a, b flipped)``. ``convolve`` also takes
+HIPS autograd's ``axes=`` and ``dot_axes=`` (convolve over some axes, contract
+others), as sums of these convolutions. The vjps call
 these same functions, so they differentiate again. The value is SciPy's own
 (whichever method it chooses); ``convolve2d``/``correlate2d`` differentiate
 with ``boundary='fill'`` and ``fillvalue=0`` (the zero padding of
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.signal as signal
 
+from mutagrad.core.dispatch import apply
 from mutagrad.rules.registry import VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
 
@@ -64,7 +67,47 @@ def _bind(in1, in2, mode="full", method="auto"):
     return (in1, in2), {"mode": mode, "method": method}
 
 
-convolve = with_rule(signal.convolve, CONVOLVE, _bind)
+def _generalized(in1, in2, mode, axes, dot_axes):
+    """HIPS autograd's convolve(A, B, axes=, dot_axes=): the convolution over the axes pairs
+    ``axes``, summed over the pairs ``dot_axes``; the output has A's other axes, then B's,
+    then the convolved ones. Written as sums of (differentiable) convolutions."""
+    conv_a, conv_b = (list(a) for a in (axes or (range(np.ndim(in1)), range(np.ndim(in1)))))
+    dot_a, dot_b = (list(a) for a in (dot_axes or ((), ())))
+    rest_a = [i for i in range(np.ndim(in1)) if i not in conv_a + dot_a]
+    rest_b = [i for i in range(np.ndim(in2)) if i not in conv_b + dot_b]
+    a = np.transpose(in1, rest_a + dot_a + conv_a)
+    b = np.transpose(in2, rest_b + dot_b + conv_b)
+    kept_a, kept_b = np.shape(a)[: len(rest_a)], np.shape(b)[: len(rest_b)]
+    dots = int(np.prod(np.shape(a)[len(rest_a) : len(rest_a) + len(dot_a)], dtype=int))
+    a = np.reshape(a, (-1, dots, *np.shape(a)[len(rest_a) + len(dot_a) :]))
+    b = np.reshape(b, (-1, dots, *np.shape(b)[len(rest_b) + len(dot_b) :]))
+    rows = [
+        np.stack([sum(convolve(a[i, d], b[j, d], mode) for d in range(dots))
+                  for j in range(np.shape(b)[0])])
+        for i in range(np.shape(a)[0])
+    ]  # fmt: skip
+    result = np.stack(rows)
+    return np.reshape(result, (*kept_a, *kept_b, *np.shape(result)[2:]))
+
+
+def _convolve_values(in1, in2, mode="full", method="auto", *, axes=None, dot_axes=None):
+    if axes is None and dot_axes is None:
+        return signal.convolve(in1, in2, mode, method)
+    return _generalized(in1, in2, mode, axes, dot_axes)
+
+
+def _convolve_adapter(rule):
+    def adapter(in1, in2, mode="full", method="auto", *, axes=None, dot_axes=None):
+        if axes is None and dot_axes is None:
+            return apply(rule, (in1, in2), {"mode": mode, "method": method})
+        return _generalized(in1, in2, mode, axes, dot_axes)
+
+    return adapter
+
+
+# scipy.signal.convolve, and (axes=, dot_axes=) HIPS autograd's generalization of it.
+convolve = with_rule(_convolve_values, CONVOLVE, adapter=_convolve_adapter(CONVOLVE),
+                     name="convolve")  # fmt: skip
 
 
 def _correlate_vjp(first: bool, late: bool = False) -> Any:
