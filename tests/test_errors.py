@@ -893,6 +893,16 @@ def checkpointed_returns_a_tuple():
     mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda v: (v, v), x)[0]), X)
 
 
+@trigger
+def traced_keyword_only_argument_of_a_primitive():
+    def weighted(x, *, weight):
+        return x * weight
+
+    p = mutagrad.primitive(weighted)
+    mutagrad.defvjp(p, lambda g, ans, x: g)
+    mutagrad.gradient(lambda w: np.sum(p(X, weight=w)), X)
+
+
 # -- SciPy (its triggers skip without it, and its raise sites are then not counted) ----
 
 

@@ -23,6 +23,7 @@ traced as usual.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +53,7 @@ from mutagrad.core.wrapped import (
     NONDIFFERENTIABLE,
     UFUNC_RULES,
     WrappedValue,
+    holds_wrapped,
     operand,
     unwrap,
     wrap,
@@ -62,17 +64,51 @@ from mutagrad.tracebacks import api_boundary
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark ``fn`` as a unit that a rule registered with defvjp/rrule can differentiate."""
+    """Mark ``fn`` as a unit that a rule registered with defvjp/rrule can differentiate.
+
+    The rule is used when a traced value is among the arguments: a positional
+    one, one inside a tuple or list (``args=(k, c)`` of ``scipy.integrate.odeint``:
+    its cotangent is a tuple of the same structure), or a keyword argument,
+    which is passed to the rule positionally (in ``fn``'s parameter order), so
+    that a vjp or pullback gives its cotangent like any positional argument's.
+    """
+    signature: list[inspect.Signature] = []
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         handler = FUNCTION_RULES.get(wrapper)
-        if handler is not None and any(isinstance(a, WrappedValue) for a in args):
-            return handler(*args, **kwargs)
-        return fn(*args, **kwargs)
+        if handler is None:
+            return fn(*args, **kwargs)
+        if any(isinstance(a, WrappedValue) for a in args) and not kwargs:
+            return handler(*args)
+        if not (holds_wrapped(args) or holds_wrapped(tuple(kwargs.values()))):
+            return fn(*args, **kwargs)
+        if any(holds_wrapped(v) for v in kwargs.values()):
+            if not signature:
+                signature.append(inspect.signature(fn))
+            args, kwargs = _positional(signature[0], fn, args, kwargs)
+        return handler(*args, **kwargs)
 
     wrapper.__mutagrad_primitive__ = fn  # type: ignore[attr-defined]
     return wrapper
+
+
+def _positional(signature: inspect.Signature, fn: Any, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:  # fmt: skip
+    """The call with every keyword argument that can be positional made positional (the
+    defaults of the parameters before it filled in), so a rule's vjps see traced ones."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    for name, value in bound.kwargs.items():  # keyword-only parameters
+        if holds_wrapped(value):
+            raise NotDifferentiableError(
+                f"the keyword-only argument {name}= of {getattr(fn, '__name__', fn)} holds a "
+                f"traced value, called at\n{format_site(user_site())}\nA rule gives cotangents "
+                "to positional arguments only.\nFix: make it a positional parameter of the "
+                f"primitive, or pass mutagrad.ignore_derivatives(...) as {name}= if no gradient "
+                "should flow through it."
+            )
+    return bound.args, bound.kwargs
 
 
 def _raw_function(fn: Any) -> Any:
@@ -131,14 +167,20 @@ class ClosureRule(Rule):
         kwargs = kwargs or {}
         trace = STATE.get()
         tape = trace.tape if trace is not None else None
-        resolved = [operand(a, tape) for a in args]
-        raw = [r for r, _ in resolved]
+        # A tuple or list holding traced values (args=(k, c)) is one argument whose
+        # elements are inputs of the node: ``leaves`` are the arguments' traced parts.
+        leaves = [_leaves_of(a) for a in args]
+        flat = [leaf for group in leaves for leaf in group]
+        resolved = [operand(a, tape) for a in flat]
+        raw_leaves = [r for r, _ in resolved]
         nodes = [n for _, n in resolved]
+        raw = _regroup(args, leaves, raw_leaves)
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
+        guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
         with refusing_writes_by(self.name):
             # The pullback closure may keep keyword arrays: it gets copies of them.
-            y, back = self.rule(*guarded_arguments(args, raw), **owned_value(kwargs))
+            y, back = self.rule(*guarded, **owned_value(kwargs))
         y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
@@ -156,13 +198,15 @@ class ClosureRule(Rule):
         # The closure may hold any argument: all of them count as saved.
         saved: list[Any] = [
             capture(a, r, node, mode, closure=True)
-            for a, r in zip(args, raw)
+            for a, r in zip(flat, raw_leaves)
             if isinstance(a, WrappedValue) and type(r) is np.ndarray
         ]
         out = wrap(y, node)
         if type(y) is np.ndarray:
             saved.append(capture(out, y, node, mode, closure=True))
-        push(node, tuple(saved), {"pullback": back})
+        groups = [None if g is None else len(g) for g in (
+            group if isinstance(a, (tuple, list)) else None for a, group in zip(args, leaves))]
+        push(node, tuple(saved), {"pullback": back, "groups": groups})
         return out
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
@@ -179,20 +223,58 @@ class ClosureRule(Rule):
         cots = node.aux["pullback"](g)
         if not isinstance(cots, tuple):
             cots = (cots,)
-        n = len(node.inputs)
+        groups = node.aux["groups"]
+        n = len(groups)
         if len(cots) == n + 1 and is_structural_zero(cots[0]):
             cots = cots[1:]  # ChainRules' leading cotangent for the function itself
-        if len(cots) != n:
+        flat = _flat_cotangents(cots, groups) if len(cots) == n else None
+        if flat is None:
             raise MutagradError(
                 f"the pullback of the rrule for {self.name} returned {len(cots)} cotangents "
                 f"for {n} arguments, called at\n{format_site(node.site)}\n"
                 "Fix: return one cotangent per positional argument (mutagrad.NoTangent() for "
-                "one without a derivative), optionally after a leading NoTangent() for the "
-                "function itself."
+                "one without a derivative; for a tuple argument, a tuple with one per element), "
+                "optionally after a leading NoTangent() for the function itself."
             )
-        for inp, c in zip(node.inputs, cots):
+        for inp, c in zip(node.inputs, flat):
             if inp is not None and inp.tag & bk.bit and not isinstance(c, NoTangent):
                 bk.accumulate(inp, c)
+
+
+def _leaves_of(argument: Any) -> list[Any]:
+    """The parts of an argument that may be traced: itself, or a tuple's or list's elements."""
+    if isinstance(argument, (tuple, list)) and holds_wrapped(argument):
+        return list(argument)
+    return [argument]
+
+
+def _regroup(args: tuple[Any, ...], leaves: list[list[Any]], values: list[Any]) -> list[Any]:
+    """``values`` (one per leaf) put back into the arguments' tuples and lists."""
+    regrouped, start = [], 0
+    for a, group in zip(args, leaves):
+        part = values[start : start + len(group)]
+        start += len(group)
+        regrouped.append(type(a)(part) if isinstance(a, (tuple, list)) and holds_wrapped(a)
+                         else part[0])  # fmt: skip
+    return regrouped
+
+
+def _flat_cotangents(cots: tuple[Any, ...], groups: list[int | None]) -> tuple[Any, ...] | None:
+    """One cotangent per leaf (a tuple argument's cotangent is a tuple of its elements'), or
+    None when a tuple argument's cotangent has another length."""
+    flat: list[Any] = []
+    for c, group in zip(cots, groups):
+        if group is None:
+            flat.append(c)
+        elif isinstance(c, (tuple, list)):
+            if len(c) != group:
+                return None
+            flat.extend(c)
+        elif c is None or is_structural_zero(c):  # none for the whole tuple
+            flat.extend([c] * group)
+        else:
+            return None
+    return tuple(flat)
 
 
 @api_boundary
