@@ -118,3 +118,11 @@ def test_command_prints_the_table_and_writes_the_readme(tmp_path, capsys, entrie
     text = readme.read_text()
     assert text == f"# x\n\nbefore\n{coverage.START}\n{table}\n{coverage.END}\nafter\n"
     assert coverage.readme_table(readme) == table
+
+
+def test_readme_scipy_table_is_up_to_date():
+    pytest.importorskip("scipy")
+    assert coverage.readme_scipy_table(coverage.default_readme()) == coverage.scipy_table(), (
+        "the SciPy coverage table in README.md is out of date: run python -m mutagrad coverage "
+        "--write"
+    )

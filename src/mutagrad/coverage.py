@@ -34,6 +34,12 @@ and those) with how each is differentiated, or why it has a rule instead.
 Anything else (a wrong gradient, another exception, a name with no sample) is
 a bug, reported by :func:`classify` as a problem and by the command as a
 failure.
+
+Where SciPy is installed, a second table (:func:`scipy_table`, between
+``<!-- scipy-coverage:start -->`` and ``<!-- scipy-coverage:end -->``) lists
+the SciPy functions mutagrad differentiates, from the SciPy rule modules'
+own registries, and whether each is a rule (SciPy's value, mutagrad's
+derivative) or SciPy's own Python code traced through.
 """
 
 from __future__ import annotations
@@ -602,18 +608,110 @@ def default_readme() -> Path:
     return Path(__file__).resolve().parents[2] / "README.md"
 
 
+# -- SciPy ------------------------------------------------------------------------------
+
+SCIPY_START = "<!-- scipy-coverage:start -->"
+SCIPY_END = "<!-- scipy-coverage:end -->"
+# SciPy's own Python code that runs on traced values, reaching ufuncs that have rules.
+SCIPY_TRACED = {
+    "special": {"zeta": "SciPy's `zeta(x, q)` calls the Hurwitz zeta ufunc, whose rule is in q"},
+}
+
+
+def scipy_available() -> bool:
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def scipy_rows() -> list[tuple[str, str, str, str]]:
+    """``(area, names, status, how)`` for the SciPy functions mutagrad differentiates."""
+    from mutagrad.rules import (
+        scipy_linalg,
+        scipy_signal,
+        scipy_special,
+        scipy_stats,
+    )
+
+    def names(functions: Any) -> str:
+        return ", ".join(f"`{n}`" for n in sorted(functions))
+
+    rule = "rule"
+    rows = [
+        ("scipy.special (ufuncs)", names(scipy_special.UFUNCS), rule,
+         "the ufunc's own value; vjps written with these ufuncs (any order); no derivative in "
+         "an integer order, a float order refused; rules registered on first use"),
+        ("scipy.special (ufuncs)", "`gammasgn`", "non-differentiable", "piecewise constant"),
+        ("scipy.special", names(scipy_special.FUNCTIONS), rule,
+         "SciPy's value; `logsumexp` with `b=`, `return_sign=`, axes, keepdims"),
+    ]
+    for area, table in SCIPY_TRACED.items():
+        for name, how in table.items():
+            rows.append((f"scipy.{area}", f"`{name}`", "traced through", how))
+    for name, distribution in scipy_stats.DISTRIBUTIONS.items():
+        rows.append((f"scipy.stats.{name}", names(distribution.functions), rule,
+                     "SciPy's value; " + _STATS_HOW.get(name, "every argument")))
+    rows += [
+        ("scipy.signal", names(scipy_signal.FUNCTIONS), rule,
+         "SciPy's value; modes full/same/valid; `convolve` also takes autograd's `axes=`, "
+         "`dot_axes=`; 2-D forms with zero fill"),
+        ("scipy.linalg", names(scipy_linalg.FUNCTIONS), rule,
+         "SciPy's value; only the triangle SciPy reads gets a gradient; eigenvectors and "
+         "singular vectors need distinct values"),
+        ("scipy.integrate", "`odeint`, `solve_ivp`", rule,
+         "SciPy's solve; the adjoint method, backward with the same solver, to second order "
+         "(`odeint`: y0, t, args; `solve_ivp`: y0, args)"),
+    ]
+    return rows
+
+
+_STATS_HOW = {
+    "poisson": "in `mu`",
+    "multivariate_normal": "in x, mean, cov (its lower triangle, as SciPy reads it)",
+    "dirichlet": "in x and alpha",
+}
+for _name in ("t", "gamma", "beta", "chi2"):
+    _STATS_HOW[_name] = "every argument (the distribution functions: not the shapes)"
+
+
+def scipy_table() -> str:
+    """The SciPy coverage table (SciPy must be installed)."""
+    lines = ["| SciPy | functions | status | value and derivative |", "| --- | --- | --- | --- |"]
+    lines += [f"| {area} | {names} | {status} | {how} |"
+              for area, names, status, how in scipy_rows()]  # fmt: skip
+    return "\n".join(lines)
+
+
+def replace_scipy_section(text: str, table: str) -> str:
+    start, end = text.index(SCIPY_START), text.index(SCIPY_END) + len(SCIPY_END)
+    return text[:start] + f"{SCIPY_START}\n{table}\n{SCIPY_END}" + text[end:]
+
+
+def readme_scipy_table(path: Path) -> str:
+    text = path.read_text()
+    return text[text.index(SCIPY_START) + len(SCIPY_START) : text.index(SCIPY_END)].strip("\n")
+
+
 def command(args: Any) -> int:
     """``python -m mutagrad coverage [--write] [--readme PATH]``."""
     entries = classify()
     table = markdown_table(entries)
     print(table)
+    scipy = scipy_table() if scipy_available() else None
+    if scipy is not None:
+        print("\n" + scipy)
     found = problems(entries)
     for e in found:
         print(f"problem: np.{e.name}: {e.detail}", file=sys.stderr)
     if args.write and not found:
         path = Path(args.readme)
-        path.write_text(replace_section(path.read_text(), table))
-        print(f"\nwrote the table into {path}")
+        text = replace_section(path.read_text(), table)
+        if scipy is not None and SCIPY_START in text:
+            text = replace_scipy_section(text, scipy)
+        path.write_text(text)
+        print(f"\nwrote the tables into {path}")
     return 1 if found else 0
 
 
