@@ -903,6 +903,71 @@ def traced_keyword_only_argument_of_a_primitive():
     mutagrad.gradient(lambda w: np.sum(p(X, weight=w)), X)
 
 
+# -- numpy's edge: what Python asks of a value -------------------------------------------
+
+
+@trigger
+def masked_array_argument():
+    mutagrad.gradient(lambda x: np.sum(x**2), np.ma.array([1.0, 2.0], mask=[0, 1]))
+
+
+@trigger
+def complex_array_argument():
+    mutagrad.gradient(lambda z: 1.0, np.array([1.0 + 2.0j]))
+
+
+@trigger
+def masked_array_meets_a_traced_result():
+    masked = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+    mutagrad.gradient(lambda x: np.sum(np.sin(x)[::-1] + masked * 1.0), X)
+
+
+@trigger
+def masked_array_operand():
+    masked = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+    mutagrad.gradient(lambda x: np.sum(x * masked), X)
+
+
+@trigger
+def masked_array_in_a_numpy_function():
+    masked = np.ma.array([1.0, 2.0, 3.0, 4.0], mask=[0, 1, 0, 0])
+    mutagrad.gradient(lambda x: np.sum(np.concatenate([x, masked])), X)
+
+
+@trigger
+def pickled_traced_value():
+    import pickle
+
+    mutagrad.gradient(lambda x: np.sum(pickle.loads(pickle.dumps(x * 2.0))), X)
+
+
+@trigger
+def hashed_traced_scalar():
+    mutagrad.gradient(lambda x: {x[0]: 1.0}[x[0]] * x[1], X)
+
+
+@trigger
+def traced_float_stored_into_an_integer_array():
+    def f(x):
+        counts = np.zeros(4, dtype=int)
+        counts[0] = x[0] * 3.0
+        return np.sum(counts) + x[1]
+
+    mutagrad.gradient(f, X)
+
+
+@trigger
+def hessian_of_an_object_array():
+    mutagrad.hessian(lambda z: 1.0, np.array([1.0], dtype=object))
+
+
+@trigger
+def primitive_returning_a_masked_array():
+    masked = mutagrad.primitive(lambda x: np.ma.masked_less(x, 2.0))
+    mutagrad.defvjp(masked, lambda g, ans, x: g)
+    mutagrad.gradient(lambda x: np.sum(masked(x)), X)
+
+
 # -- SciPy (its triggers skip without it, and its raise sites are then not counted) ----
 
 

@@ -16,13 +16,15 @@ tape for the duration of the call, and the result is a
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import threading
+import types
 import weakref
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import attrs
 import numpy as np
 
 from mutagrad.buffer import check_not_open_buffer
@@ -36,20 +38,32 @@ from mutagrad.core.engine import (
     Trace,
     backward,
     collector_paused,
+    start_running,
+    stop_running,
 )
 from mutagrad.core.memory import copy_keeping_layout
+from mutagrad.core.messages import (
+    PLAIN_SUBCLASSES,
+    frozen_write_message,
+    leaf_message,
+    not_callable_message,
+    subclass_message,
+    unbound_method_called,
+    unbound_method_message,
+)
 from mutagrad.core.modes import MODE, Mode, mode_named
 from mutagrad.core.mutation import overlaps
 from mutagrad.core.record import input_node
 from mutagrad.core.regions import traced_densify
-from mutagrad.core.sites import with_article
+from mutagrad.core.sites import innermost_user_site, raised_by_mutagrad, with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
-from mutagrad.core.trees import flatten
+from mutagrad.core.trees import FLAT_TUPLE, flatten
 from mutagrad.core.wrapped import (
     BORROWED,
     SHARED_INPUT,
     WrappedArray,
     WrappedValue,
+    check_thread,
     holds_wrapped,
     is_active,
     node_of,
@@ -57,7 +71,12 @@ from mutagrad.core.wrapped import (
     traced_handle,
     wrap,
 )
-from mutagrad.errors import MutagradError, NotDifferentiableError, forget_conversion_errors
+from mutagrad.errors import (
+    MutagradError,
+    NotDifferentiableError,
+    UnsupportedAttributeError,
+    forget_conversion_errors,
+)
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 from mutagrad.tracebacks import api_boundary, conversion_hidden_by
 
@@ -98,22 +117,64 @@ def _is_differentiable_leaf(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
 
 
+# Arguments that get no gradient, as Zygote's `nothing`: no numbers in them.
+_PASSING_TYPES = (
+    str,
+    bytes,
+    type(None),
+    type(Ellipsis),
+    range,
+    slice,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    functools.partial,
+    np.ufunc,
+)
+
+
+def passes_through(x: Any) -> bool:
+    """An argument that is not data: it reaches ``f`` as it is and gets no gradient."""
+    return isinstance(x, _PASSING_TYPES)
+
+
 def _can_freeze(x: np.ndarray) -> bool:
     """Whether making ``x`` and the arrays it views read-only can be undone afterwards.
 
     numpy refuses to make a view writeable again while an array it views is
-    read-only; so a writeable view of an array that is already read-only (an
-    enclosing call froze it) is copied rather than borrowed.
+    read-only; so a writeable view of an array that its owner made read-only
+    is copied rather than borrowed. (An array another gradient call froze will
+    be writeable again: :class:`Frozen` thaws the view after it.)
     """
     seen_writeable = False
     a: Any = x
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             seen_writeable = True
-        elif seen_writeable:
+        elif seen_writeable and id(a) not in _FREEZES:
             return False
         a = a.base
     return True
+
+
+def read_only_by_its_owner(x: np.ndarray) -> bool:
+    """Whether ``x`` is read-only, and not because a running gradient call froze it."""
+    with _FREEZES_LOCK:  # (a call in another thread may be freezing or thawing it)
+        if x.flags.writeable:
+            return False
+        entry = _FREEZES.get(id(x))
+        return entry is None or entry[0] is not x
+
+
+# Every caller's array that gradient calls made read-only, by id: [array, how many
+# calls froze it]. Calls in several threads may freeze one array: the first makes it
+# read-only, the last to finish makes it writeable again; a view that numpy will not
+# make writeable while its base is still frozen waits in _WAITING for the base.
+_FREEZES: dict[int, list[Any]] = {}
+_WAITING: list[np.ndarray] = []
+_FREEZES_LOCK = threading.Lock()
 
 
 class Frozen:
@@ -121,7 +182,9 @@ class Frozen:
 
     The one place mutagrad changes a caller's array's flags: a gradient call
     freezes its array arguments, ``checkpointed`` the ndarrays its function
-    can reach, so that a write to them by name raises as numpy raises.
+    can reach, so that a write to them by name raises as numpy raises. Calls
+    running at once (threads, nested calls) share the count in ``_FREEZES``,
+    so one call's protection never outlasts it or changes what another sees.
     """
 
     __slots__ = ("arrays",)
@@ -131,25 +194,47 @@ class Frozen:
 
     def freeze(self, x: np.ndarray) -> bool:
         """Make ``x`` and the arrays it views read-only; False if that could not be undone."""
-        if x.base is None:  # the common case: the caller's own array
-            if x.flags.writeable:
-                x.flags.writeable = False
-                self.arrays.append(x)
-            return True
-        if not _can_freeze(x):
+        if x.base is not None and not _can_freeze(x):
             return False
-        a: Any = x
-        while isinstance(a, np.ndarray):
-            if a.flags.writeable:  # not frozen already (by this call or an enclosing one)
-                a.flags.writeable = False
-                self.arrays.append(a)
-            a = a.base
+        with _FREEZES_LOCK:
+            a: Any = x
+            while isinstance(a, np.ndarray):
+                entry = _FREEZES.get(id(a))
+                if entry is not None and entry[0] is a:
+                    entry[1] += 1
+                    self.arrays.append(a)
+                elif a.flags.writeable:
+                    a.flags.writeable = False
+                    _FREEZES[id(a)] = [a, 1]
+                    self.arrays.append(a)
+                a = a.base
         return True
 
     def thaw(self) -> None:
-        for a in reversed(self.arrays):
-            a.flags.writeable = True
-        self.arrays = []
+        with _FREEZES_LOCK:
+            for a in reversed(self.arrays):  # views before the arrays they view
+                entry = _FREEZES[id(a)]
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del _FREEZES[id(a)]
+                    _WAITING.append(a)
+            self.arrays = []
+            _thaw_waiting()
+
+
+def _thaw_waiting() -> None:
+    """Make writeable again what no call freezes any more, views after their bases."""
+    progress = True
+    while progress and _WAITING:
+        progress = False
+        still = []
+        for a in _WAITING:
+            try:
+                a.flags.writeable = True
+                progress = True
+            except ValueError:  # a base another call still freezes: later
+                still.append(a)
+        _WAITING[:] = still
 
 
 class GradientCall:
@@ -211,7 +296,11 @@ class GradientCall:
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
-        self.args = self.rebuild([self._wrap(x) for x in leaves])
+        try:
+            self.args = self.rebuild([self._wrap(x) for x in leaves])
+        except BaseException:
+            self.thaw()  # an argument refused: the ones before it are the caller's again
+            raise
         if len(self.watched) > 1:
             _mark_shared_inputs(self.watched)
         self.params = params
@@ -235,43 +324,62 @@ class GradientCall:
             # stays writable whatever flags are set here: a write through it
             # during f is caught by the fingerprint check in :meth:`run`.
             flags = x.flags
+            w = None
             if self.borrow and (
                 # the common case, the caller's own array, decided without a call
                 (x.base is None and flags.writeable and (flags.c_contiguous or flags.f_contiguous))
                 or _borrowable(x)
             ):
                 w = self._borrow(x)
+            if w is not None:
                 self.frozen.freeze(x)
             else:
                 w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
-                if not flags.writeable:
-                    w._data.flags.writeable = False  # numpy would refuse f's writes to it
+                if not flags.writeable and read_only_by_its_owner(x):
+                    w._raw.flags.writeable = False  # numpy would refuse f's writes to it
                 else:
                     self.frozen.freeze(x)
             self.watched.append((x, fingerprint(x), w))
         elif not _is_differentiable_leaf(x):
+            if not passes_through(x):
+                name = (
+                    f"argument {len(self.inputs)}"
+                    if self.rebuild is FLAT_TUPLE
+                    else f"leaf {len(self.inputs)} of the arguments"
+                )
+                raise NotDifferentiableError(leaf_message(x, name))
             self.inputs.append(None)
             return x
         elif isinstance(x, WrappedValue):
+            if self.parent is None:
+                check_thread(x, "a gradient call")
             outer = node_of(x, self.tape) if self.parent is not None else None
-            w = wrap(np.copy(x._data) if isinstance(x._data, np.ndarray) else x._data)
+            w = wrap(np.copy(x._raw) if isinstance(x._raw, np.ndarray) else x._raw)
         elif isinstance(x, np.ndarray):  # an ndarray subclass
+            if type(x) not in PLAIN_SUBCLASSES:  # np.matrix, np.ma: not plain semantics
+                raise NotDifferentiableError(
+                    subclass_message(type(x), f"argument {len(self.inputs)} of the gradient call")
+                )
             w = WrappedArray(np.array(x, copy=True))
         elif isinstance(x, (int, np.integer)):
             w = wrap(np.int64(x))
         else:
             w = wrap(np.float64(x) if isinstance(x, float) else x)
-        node = input_node(self.tape, self.trace.bit, outer, w._data)
+        node = input_node(self.tape, self.trace.bit, outer, w._raw)
         w._node = node
         self.inputs.append(node)
         return w
 
-    def _borrow(self, x: np.ndarray) -> WrappedArray:
+    def _borrow(self, x: np.ndarray) -> WrappedArray | None:
         """A WrappedArray over the caller's array, copied on its first write.
 
-        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
+        Made before ``x`` is frozen, so that its view of ``x`` stays writeable;
+        None if a call in another thread froze ``x`` first (it is copied then).
         """
-        w = WrappedArray(x.view())  # made before x is frozen: stays writable
+        view = x.view()  # made before x is frozen: stays writable
+        if not view.flags.writeable:
+            return None
+        w = WrappedArray(view)
         w._flags = BORROWED
         w._views = []
         self.borrowed.append(w)
@@ -282,7 +390,7 @@ class GradientCall:
         claim_parameter(w, self.tape)
         self._claimed.append(w)
         outer = node_of(w, self.tape) if self.parent is not None else None
-        node = input_node(self.tape, self.trace.bit, outer, w._data)
+        node = input_node(self.tape, self.trace.bit, outer, w._raw)
         self._rebound.append((w, w._node, node))
         w._node = node
         self.tape.touch(w)
@@ -311,23 +419,65 @@ class GradientCall:
         self.frozen.thaw()
 
     def run(self, f: Callable[..., Any], kwargs: dict[str, Any] | None = None) -> Any:
-        """Call ``f`` on the traced arguments; ``kwargs`` pass through untraced."""
-        token = STATE.set(self.trace)
+        """Call ``f`` on the traced arguments; ``kwargs`` pass through untraced.
+
+        An error of numpy's or Python's that a traced value caused is raised as
+        the MutagradError that explains it (:meth:`explained`); a refusal that
+        a thread started by ``f`` met is raised even if that thread swallowed it.
+        """
+        if not callable(f):
+            raise TypeError(not_callable_message(f))
+        trace = self.trace
+        token = start_running(trace)
         try:
             out = f(*self.args, **kwargs) if kwargs else f(*self.args)
         except MutagradError:
             raise
         except Exception as error:
-            hidden = conversion_hidden_by(error)
-            if hidden is not None:
-                raise hidden from error  # numpy raised its own error in place of mutagrad's
-            raise
+            explanation = self.explained(error)
+            if explanation is None:
+                raise
+            raise explanation from error
         finally:
-            STATE.reset(token)
             forget_conversion_errors()
+            stop_running(trace, token)
         if self.watched:
             self.check_arguments_unchanged()
         return out
+
+    def explained(self, error: Exception) -> MutagradError | None:
+        """The MutagradError behind ``error``, raised by numpy or Python while ``f`` ran."""
+        hidden = conversion_hidden_by(error)
+        if hidden is not None:
+            return hidden  # numpy raised its own error in place of mutagrad's
+        if self.tape.other_thread_error is not None:
+            return self.tape.other_thread_error  # a thread's refusal, then its consequence
+        site = innermost_user_site(error.__traceback__)
+        if (
+            isinstance(error, ValueError)
+            and "read-only" in str(error)
+            and self.frozen.arrays
+            and not raised_by_mutagrad(error)  # (a read-only traced value, as numpy's)
+        ):
+            return NotDifferentiableError(frozen_write_message(self.frozen_arguments(), site))
+        if isinstance(error, TypeError):
+            method = unbound_method_called(str(error))
+            if method is not None:
+                return UnsupportedAttributeError(unbound_method_message(*method, site))
+        return None
+
+    def frozen_arguments(self) -> list[tuple[int, np.ndarray]]:
+        """The caller's arrays (by position among the array arguments) this call froze."""
+        frozen = {id(a) for a in self.frozen.arrays}
+        found = []
+        for i, (x, _, _) in enumerate(self.watched):
+            a: Any = x
+            while isinstance(a, np.ndarray):
+                if id(a) in frozen:
+                    found.append((i, x))
+                    break
+                a = a.base
+        return found
 
     def check_arguments_unchanged(self) -> None:
         """Raise if a caller's array changed while ``f`` ran.
@@ -419,7 +569,7 @@ class GradientCall:
         grads = []
         for leaf, node in zip(self.leaves, self.inputs):
             grads.append(None if node is None or bk is None else _input_gradient(leaf, node, bk))
-        return self.rebuild(grads)
+        return self.rebuild(grads, gradient=True)
 
     def finish(self) -> None:
         if self.frozen.arrays:
@@ -545,25 +695,17 @@ def _traced_dense(sparse: SparseCotangent) -> Any:
 
 
 def _data_of(w: WrappedValue) -> Any:
-    return w._data
+    return w._raw
 
 
 def _unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -> Any:
     """``value`` with each traced leaf replaced by ``data(leaf)``, its structure kept."""
     if isinstance(value, WrappedValue):
         return data(value)
-    if isinstance(value, tuple):
-        parts = [_unwrap_output(v, data) for v in value]
-        return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
-    if isinstance(value, list):
-        return [_unwrap_output(v, data) for v in value]
-    if type(value) is dict:
-        return {k: _unwrap_output(v, data) for k, v in value.items()}
-    if attrs.has(type(value)):
-        fields = [f for f in attrs.fields(type(value)) if f.init]
-        changes = {f.alias: _unwrap_output(getattr(value, f.name), data) for f in fields}
-        return attrs.evolve(value, **changes)
-    return value
+    leaves, rebuild = flatten(value)
+    if not any(isinstance(leaf, WrappedValue) for leaf in leaves):
+        return value
+    return rebuild([data(leaf) if isinstance(leaf, WrappedValue) else leaf for leaf in leaves])
 
 
 def _first(out: Any) -> Any:
@@ -781,7 +923,7 @@ def owned_data(w: WrappedValue) -> Any:
     A write to the returned plain array would not reach the version checks,
     and a later ``back(dy)`` would read the new values.
     """
-    value = w._data
+    value = w._raw
     if isinstance(value, np.ndarray):
         base = w._base if w._base is not None else w
         if base._captures:
@@ -833,7 +975,7 @@ def _detach_tree(value: Any) -> Any:
     from mutagrad.core.wrapped import DETACHED, make_view
 
     if isinstance(value, WrappedValue):
-        data = value._data
+        data = value._raw
         if not isinstance(data, np.ndarray):
             return wrap(data)
         detached = make_view(value, data.view())

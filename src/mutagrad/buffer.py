@@ -38,7 +38,7 @@ class Buffer(WrappedArray):
         ):
             data = np.zeros(like_or_shape, dtype=dtype if dtype is not None else np.float64)
         else:
-            like = like_or_shape._data if isinstance(like_or_shape, WrappedValue) else like_or_shape
+            like = like_or_shape._raw if isinstance(like_or_shape, WrappedValue) else like_or_shape
             like = np.asarray(like)
             data = np.zeros(like.shape, dtype=dtype if dtype is not None else like.dtype)
         super().__init__(data)
@@ -51,7 +51,7 @@ class Buffer(WrappedArray):
     def copy(self, order: str = "C") -> WrappedArray:
         """Freeze the Buffer and return its contents as a WrappedArray, without copying."""
         self._flags |= FROZEN
-        result = make_view(self, self._data.view())
+        result = make_view(self, self._raw.view())
         result._flags |= THAWED
         return result
 
@@ -60,7 +60,7 @@ class Buffer(WrappedArray):
 
     def __repr__(self) -> str:
         state = "frozen" if self.frozen else "open"
-        return f"Buffer({np.array2string(self._data, separator=', ')}, {state})"
+        return f"Buffer({np.array2string(self._raw, separator=', ')}, {state})"
 
 
 def check_not_open_buffer(value: Any, what: str) -> None:

@@ -66,6 +66,7 @@ from mutagrad.core.wrapped import (
     BORROWED,
     WrappedArray,
     WrappedValue,
+    is_raw_array,
     node_of,
     wrap,
 )
@@ -171,7 +172,7 @@ def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
     if not saved.valid:
         return  # the output was overwritten since: nothing to compare with
     first = saved.data
-    again = out._data if isinstance(out, WrappedValue) else np.asarray(out)
+    again = out._raw if isinstance(out, WrappedValue) else np.asarray(out)
     floating = first.dtype.kind in "fc"
     scale = float(np.max(np.abs(first), initial=0.0)) if floating else 0.0
     same = first.shape == np.shape(again) and (
@@ -190,7 +191,7 @@ def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
 
 def _segment_wrapper(leaf: WrappedValue, leaf_node: Node) -> WrappedValue:
     """``leaf``'s value for the segment: its memory borrowed (copied on a write) when possible."""
-    data = leaf._data
+    data = leaf._raw
     if not isinstance(data, np.ndarray):
         w = wrap(data)
     elif data.flags.writeable and is_dense(data):
@@ -213,7 +214,7 @@ def _bind(
     """
     bound = []
     for w, link in zip(values, links):
-        node = input_node(tape, bit, link, w._data)
+        node = input_node(tape, bit, link, w._raw)
         bound.append((w, w._node, node))
         w._node = node
     return bound
@@ -226,7 +227,7 @@ def _unbind(bound: list[tuple[WrappedValue, Node | None, Node]]) -> None:
 
 
 def _save(x: WrappedValue, node: Node, mode: Any) -> Capture | _SavedScalar:
-    data = x._data
+    data = x._raw
     if isinstance(data, np.ndarray):
         return capture(x, data, node, mode)
     return _SavedScalar(data)
@@ -279,7 +280,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     bound = _bind(closed, tape, segment.bit, [None] * len(closed))
     # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
     read_only = Frozen()
-    for a in raw + [x for x in leaves if isinstance(x, np.ndarray)]:
+    for a in raw + [x for x in leaves if is_raw_array(x)]:
         read_only.freeze(a)
     token = STATE.set(segment)
     try:
@@ -341,12 +342,12 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     for n in inputs:
         if n is not None:
             tag |= n.tag
-    data = out._data
+    data = out._raw
     node = Node(CHECKPOINT_RULE, inputs, tape, tag, data, site, f"checkpointed({name})")
     guards = _drop_segment(tape, start, recorded, watched, node)
     saved = [_save(x, node, trace.mode) if isinstance(x, WrappedValue) else None for x in leaves]
     if isinstance(data, np.ndarray) and any(
-        isinstance(x, WrappedValue) and np.may_share_memory(data, x._data) for x in leaves
+        isinstance(x, WrappedValue) and np.may_share_memory(data, x._raw) for x in leaves
     ):
         data = data.copy()  # f returned (a view of) an argument: the output owns its memory
     result = wrap(data, node)

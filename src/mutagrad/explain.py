@@ -116,7 +116,7 @@ class _Labels:
 def _capture_details(capture: Capture, labels: _Labels) -> list[str]:
     base = capture.base
     region = capture.region if capture.region is not None else capture.data
-    part = describe_part(region, base._data) if capture.region is not None else "(copied)"
+    part = describe_part(region, base._raw) if capture.region is not None else "(copied)"
     text = f"saves {labels.array(base)} {part} at version {capture.version}"
     lines = [text]
     if capture.poisoned_by is not None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import (
+    passes_through,
     GradientCall,
     _input_gradient,
     _nested_output,
@@ -30,6 +31,7 @@ from mutagrad.api import (
 )
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
+from mutagrad.core.messages import leaf_message
 from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
@@ -49,7 +51,7 @@ def _argument_kind(x: Any) -> str:
     """Arrays give a matrix, numbers a vector (Zygote: ``x::Number``), anything else None."""
     if isinstance(x, (bool, np.bool_)):
         return _NONE
-    data = x._data if isinstance(x, WrappedValue) else x
+    data = x._raw if isinstance(x, WrappedValue) else x
     if isinstance(data, np.ndarray):
         return _MATRIX if data.dtype.kind in "biufc" else _NONE
     if isinstance(data, (int, float, np.integer, np.floating)):
@@ -138,7 +140,7 @@ def _jacobians(
     rows = int(np.prod(out_shape, dtype=np.int64))
     seed_dtype = cotangent_dtype(out_dtype)
     nested = call.parent is not None
-    sizes = [int(np.size(t._data if isinstance(t, WrappedValue) else t)) for t in targets]
+    sizes = [int(np.size(t._raw if isinstance(t, WrappedValue) else t)) for t in targets]
     dtypes = [
         None if kind == _NONE else np.result_type(seed_dtype, cotangent_dtype(_dtype_of(t)))
         for t, kind in zip(targets, kinds)
@@ -261,6 +263,8 @@ def _zygote_hessian(
     f: Callable[..., Any], x: Any, mode: str | None, kwargs: dict[str, Any], caller: str
 ) -> Any:
     if _argument_kind(x) == _NONE:
+        if not passes_through(x):
+            raise NotDifferentiableError(leaf_message(x, f"the argument of {caller}"))
         raise TypeError(f"{caller} needs an array or a number, got {type(x).__name__}")
 
     def gradient_of_f(x: Any) -> Any:
@@ -299,8 +303,8 @@ def diaghessian(
     to ``f`` and not differentiated.
     """
     kinds = [_argument_kind(a) for a in args]
-    sizes = [int(np.size(a._data if isinstance(a, WrappedValue) else a)) for a in args]
-    shapes = [np.shape(a._data if isinstance(a, WrappedValue) else a) for a in args]
+    sizes = [int(np.size(a._raw if isinstance(a, WrappedValue) else a)) for a in args]
+    shapes = [np.shape(a._raw if isinstance(a, WrappedValue) else a) for a in args]
 
     def all_gradients(*xs: Any) -> Any:
         grads = call_with_gradient(f, xs, kwargs, mode, "diaghessian").grad

@@ -70,7 +70,7 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     source = node_of(x, trace.tape)
     if source is None:
         return x
-    data = x._data
+    data = x._raw
     node = Node(HOOK, (source,), trace.tape, source.tag, data, user_site())
     push(node, (), {"fn": fn})
     return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)

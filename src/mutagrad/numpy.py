@@ -77,7 +77,7 @@ def _traced_sequence(value: Any) -> bool:
 def _prototype(a: Any) -> Any:
     """Raw data with ``a``'s shape and dtype (the ``*_like`` constructors read nothing else)."""
     if isinstance(a, _WrappedValue):
-        return a._data
+        return a._raw
     return _np.asarray(_unwrap(a)) if _traced_sequence(a) else a
 
 

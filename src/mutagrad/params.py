@@ -118,7 +118,7 @@ class Params:
         """Every parameter's values, flattened (row-major) and concatenated, as float64."""
         if not self._arrays:
             return np.zeros(0)
-        return np.concatenate([np.ravel(a._data).astype(np.float64) for a in self._arrays])
+        return np.concatenate([np.ravel(a._raw).astype(np.float64) for a in self._arrays])
 
     def load_vector_(self, vector: Any) -> None:
         """Write ``vector`` (as from :meth:`to_vector`) back into the parameters, in place."""

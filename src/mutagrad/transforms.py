@@ -149,7 +149,7 @@ class _Selection:
         grouped = []
         start = 0
         for rebuild, count in zip(self.rebuilds, self.counts):
-            grouped.append(rebuild(list(derivatives[start : start + count])))
+            grouped.append(rebuild(list(derivatives[start : start + count]), gradient=True))
             start += count
         return grouped[0] if self.single else tuple(grouped)
 
@@ -344,7 +344,7 @@ def _jacrev(
         mode,
         caller,
     )
-    out_shape = np.shape(value._data if isinstance(value, WrappedValue) else value)
+    out_shape = np.shape(value._raw if isinstance(value, WrappedValue) else value)
     # Zygote's layout (a row per output element, a column per input element) reshaped.
     jacobians = [
         None if m is None else np.reshape(m, out_shape + np.shape(_data(leaf)))
@@ -358,7 +358,7 @@ def _jacrev(
 
 
 def _data(leaf: Any) -> Any:
-    return leaf._data if isinstance(leaf, WrappedValue) else leaf
+    return leaf._raw if isinstance(leaf, WrappedValue) else leaf
 
 
 def jacrev(

@@ -36,7 +36,7 @@ def weights(shape):
 def assert_identical(got, expected):
     """``got`` (from traced code) is ``expected`` (numpy's): the same type, dtype, shape and
     bits, except that a NaN's sign and payload may differ."""
-    raw = got._data if isinstance(got, mutagrad.WrappedValue) else got
+    raw = got._raw if isinstance(got, mutagrad.WrappedValue) else got
     assert isinstance(raw, np.ndarray) == isinstance(expected, np.ndarray)
     np.testing.assert_array_equal(raw, expected, strict=True)
     numbers = ~np.isnan(expected) if np.result_type(expected).kind == "f" else ...
@@ -616,9 +616,9 @@ def test_dunders_numpy_and_python_use():
     with pytest.raises(ValueError, match="cannot delete"):
         del w[0]
     restored = pickle.loads(pickle.dumps(w))
-    assert_identical(restored._data, X)
-    assert_identical(copy.deepcopy(w)._data, X)
-    assert_identical(copy.copy(w)._data, X)
+    assert_identical(restored._raw, X)
+    assert_identical(copy.deepcopy(w)._raw, X)
+    assert_identical(copy.copy(w)._raw, X)
     assert f"{w[0, 0]:.3f}" == f"{X[0, 0]:.3f}"
 
     with pytest.raises(AttributeError) as info:

@@ -42,6 +42,7 @@ from mutagrad.core.wrapped import (
     any_active,
     array_like,
     array_method,
+    check_plain,
     holds_wrapped,
     operand,
     truncates,
@@ -124,7 +125,7 @@ def _read_only(value: Any) -> Any:
     raises "assignment destination is read-only" instead.
     """
     if isinstance(value, WrappedValue):
-        return engine.read_only(value._data)
+        return engine.read_only(value._raw)
     if type(value) in (list, tuple):
         return type(value)(_read_only(v) for v in value)
     if type(value) is dict:
@@ -155,7 +156,7 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
         return METHOD_RULES["assign_out"](result, out, f"{function_name(func)}(..., out=)")
     result = func(*_read_only(tuple(args)), **_read_only(kwargs))
     wrapped = tuple(_wrapped_arrays(args))
-    return wrap_constant(result, wrapped, tuple(w._data for w in wrapped))
+    return wrap_constant(result, wrapped, tuple(w._raw for w in wrapped))
 
 
 @array_method("apply")
@@ -188,6 +189,8 @@ def apply(
             # (and start again with the stacked array among the arguments).
             return apply(rule, tuple(array_like(b) for b in args), kwargs, result)
         else:
+            if type(a) is not np.ndarray and isinstance(a, np.ndarray):
+                check_plain(a)
             raw.append(a)
             nodes.append(None)
     if result is None:

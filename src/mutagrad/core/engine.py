@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import weakref
 from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from itertools import islice
+from threading import get_ident
 from typing import Any
 
 import numpy as np
@@ -60,7 +62,7 @@ from mutagrad.core.tangents import (
     cotangent_dtype,
     unbroadcast,
 )
-from mutagrad.errors import NotDifferentiableError, SnapshotUnavailableError
+from mutagrad.errors import MutagradError, NotDifferentiableError, SnapshotUnavailableError
 
 
 class Tape:
@@ -74,11 +76,19 @@ class Tape:
         "guard_bytes",
         "journal",
         "nodes",
+        "other_thread_error",
+        "running",
         "touched",
     )
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
+        # The traces whose function is running now, innermost last: a traced
+        # value reached from another thread belongs to a call still recording.
+        self.running: list[Trace] = []
+        # The first refusal of such a use: the thread that met it may swallow it
+        # (threading's excepthook prints it), so the gradient call raises it too.
+        self.other_thread_error: MutagradError | None = None
         # Arrays whose current node or captures point into this tape, held
         # weakly: ``release`` detaches the ones still alive, so a long-lived
         # array (a parameter, a constant in a closure) keeps no dead tape.
@@ -155,9 +165,13 @@ def _remember(table: dict[int, weakref.ref], obj: Any) -> None:
 
 
 class Trace:
-    """One active level of differentiation; ``mode`` is its policy (mutagrad.core.modes)."""
+    """One active level of differentiation; ``mode`` is its policy (mutagrad.core.modes).
 
-    __slots__ = ("bit", "depth", "mode", "parent", "tape")
+    ``thread`` is the thread that runs it: the trace lives in a context
+    variable, which a thread started inside ``f`` does not inherit.
+    """
+
+    __slots__ = ("bit", "depth", "mode", "parent", "tape", "thread")
 
     def __init__(self, tape: Tape, depth: int, mode: Any, parent: Trace | None):
         self.tape = tape
@@ -165,6 +179,71 @@ class Trace:
         self.bit = 1 << depth
         self.mode = mode
         self.parent = parent
+        self.thread = get_ident()
+
+
+def start_running(trace: Trace) -> Token[Trace | None]:
+    """Make ``trace`` current while its function runs (undo with :func:`stop_running`)."""
+    trace.tape.running.append(trace)
+    return STATE.set(trace)
+
+
+def stop_running(trace: Trace, token: Token[Trace | None]) -> None:
+    """The function of ``trace`` returned: raise what another thread was refused meanwhile."""
+    STATE.reset(token)
+    tape = trace.tape
+    tape.running.remove(trace)
+    error = tape.other_thread_error
+    if error is not None:
+        tape.other_thread_error = None
+        raise error
+
+
+def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
+    """Refuse a traced value of ``tape`` used in a thread its call does not trace.
+
+    Called where no trace is active: if a gradient call on ``tape`` is
+    running its function in another thread, the value came from there (a
+    thread started inside ``f``, or a pool's worker) and would count as a
+    constant here, with a wrong gradient.
+    """
+    running = tape.running
+    if not running or running[-1].thread == get_ident():
+        return
+    owner = running[-1].thread
+    names = {t.ident: t.name for t in threading.enumerate()}
+    here = threading.current_thread().name
+    error = NotDifferentiableError(
+        f"{operation} on a traced value in thread {here!r}, at\n{format_site(site)}\n"
+        "but that value belongs to the gradient call running in thread "
+        f"{names.get(owner, owner)!r}. mutagrad traces the thread that called it: here the value "
+        "would count as a constant, and the gradient would be wrong, so mutagrad refuses.\n"
+        "Fix: do this work in the thread that called mutagrad (the same numpy code, without the "
+        "thread or pool), or hand the thread values that carry no gradient "
+        "(mutagrad.ignore_derivatives(x))."
+    )
+    if tape.other_thread_error is None:
+        tape.other_thread_error = error
+    raise error
+
+
+def refuse_other_thread_write(trace: Trace, operation: str, site: Site | None) -> None:
+    """Refuse an in-place write recorded from a thread other than the one ``trace`` runs in."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    error = NotDifferentiableError(
+        f"{operation} on a traced array in thread {threading.current_thread().name!r}, at\n"
+        f"{format_site(site)}\n"
+        "while the gradient call it belongs to runs in thread "
+        f"{names.get(trace.thread, trace.thread)!r}. Reads from such a thread are recorded, but "
+        "writes are not: two threads writing parts of one array at once would each record "
+        "their write over the array's value before the other's, and one write would be lost "
+        "from the gradient, so mutagrad refuses.\n"
+        "Fix: do the writes in the thread that called mutagrad (a thread may compute values "
+        "that the calling thread then writes into the buffer)."
+    )
+    if trace.tape.other_thread_error is None:
+        trace.tape.other_thread_error = error
+    raise error
 
 
 STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
@@ -236,12 +315,12 @@ class WriteRecord:
         self.version = version
         self.key = key  # the index written, for an advanced index
         self.place = place  # the view written (the indexed array, for an advanced index)
-        self.base_shape = array._data.shape
+        self.base_shape = array._raw.shape
 
     @property
     def region(self) -> str:
         """Where in the base array the write landed, as index text."""
-        part = describe_part(self.place, self.array._data)
+        part = describe_part(self.place, self.array._raw)
         fancy = isinstance(self.key, tuple) and any(isinstance(k, np.ndarray) for k in self.key)
         if fancy or isinstance(self.key, np.ndarray):
             return f"{format_index(self.key)} within {part}"
@@ -351,13 +430,13 @@ def poison_message(capture: Capture) -> str:
     assert write is not None
     node = capture.node
     base = capture.base
-    saved = describe_part(capture.region, base._data) if capture.region is not None else ""
+    saved = describe_part(capture.region, base._raw) if capture.region is not None else ""
     lines = [
         f"the value {node.rule.name} saved for its pullback was overwritten in place before "
         "the backward pass read it.",
         "",
         f"  captured by {node.rule.name} at version {capture.version}"
-        + (f": {saved} of an array of shape {base._data.shape}" if saved else "")
+        + (f": {saved} of an array of shape {base._raw.shape}" if saved else "")
         + ",",
         format_site(node.site),
         f"  overwritten by {write.operation} at {write.region} of that array, making version "
@@ -837,7 +916,7 @@ class BackwardPass:
             old += c
         else:
             cots[node] = old + c
-            if isinstance(cots[node], np.ndarray):
+            if type(cots[node]) is np.ndarray:
                 self.owned.add(node)
 
     def accumulate_entry(self, node: Node, entry: tuple[int, Any, Any], layout: Any = None) -> None:

@@ -26,6 +26,7 @@ from mutagrad.core.wrapped import (
     WrappedArray,
     WrappedValue,
     array_method,
+    check_thread,
     make_view,
     node_of,
     wrap,
@@ -35,7 +36,7 @@ from mutagrad.core.wrapped import (
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
     """One index component as (components, is_basic); booleans become integer arrays."""
     if isinstance(k, WrappedValue):
-        k = k._data
+        k = k._raw
     if k is None or k is Ellipsis or isinstance(k, slice):
         if isinstance(k, slice) and any(
             isinstance(b, WrappedValue) for b in (k.start, k.stop, k.step)
@@ -105,11 +106,12 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         key, basic = index, True  # normalize_index's first case, without the call
     else:
         key, basic = normalize_index(index)
-    result = w._data[key]
+    result = w._raw[key]
     if basic and type(result) is np.ndarray:
         return make_view(w, result)
     trace = STATE.get()
     if trace is None:
+        check_thread(w, "indexing")
         # No gradient call: numpy's own scalar, as ndarray indexing gives (it is
         # immutable and carries nothing to trace). Not a np.void, which is a
         # writable view of its array's memory.

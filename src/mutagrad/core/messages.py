@@ -7,9 +7,19 @@ it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from mutagrad.core.sites import describe_conversion, describe_site, user_site
+import numpy as np
+
+from mutagrad.core.sites import (
+    Site,
+    describe_conversion,
+    describe_site,
+    format_site,
+    user_site,
+    with_article,
+)
 
 
 def function_name(func: Any) -> str:
@@ -41,3 +51,190 @@ def missing_rule_message(name: str) -> str:
 def conversion_message(operation: str) -> str:
     """A TracerConversionError's message: the user's construct that converted, and its fix."""
     return describe_conversion(user_site(), operation)
+
+
+def pickle_message() -> str:
+    """Pickling a traced value (pickle, copyreg, multiprocessing, shelve)."""
+    return (
+        f"pickling a traced value, at\n    {describe_site(user_site())}\n"
+        "would send its numbers without their gradient (whatever is computed from the "
+        "unpickled copy is a constant), so mutagrad refuses.\n"
+        "Fixes:\n"
+        "  - keep the computation in this process (threads started inside f are traced);\n"
+        "  - or, if no gradient should flow through the copy, pickle "
+        "mutagrad.ignore_derivatives(x)."
+    )
+
+
+def hash_message() -> str:
+    """Hashing a traced scalar: a dict, set or cache keyed by it."""
+    return (
+        f"hash() of a traced scalar, at\n    {describe_site(user_site())}\n"
+        "A dict, set or functools.lru_cache keyed by it matches keys by number alone: it "
+        "would hand back a value computed from another traced value, or from an earlier "
+        "gradient call, with that value's gradient. So mutagrad refuses.\n"
+        "Fixes:\n"
+        "  - compute the value instead of looking it up (no cache inside the differentiated "
+        "function);\n"
+        "  - or key by float(mutagrad.ignore_derivatives(v)) and store only values that carry "
+        "no gradient."
+    )
+
+
+def frozen_write_message(arguments: list[tuple[int, Any]], site: Site | None) -> str:
+    """``f`` wrote into a caller's array that the gradient call made read-only meanwhile."""
+    described = []
+    for i, x in arguments:
+        text = f"argument {i} (shape {x.shape})" if i >= 0 else f"an array of shape {x.shape}"
+        if x.base is not None:
+            owner = x
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            text += f", a view of an array of shape {owner.shape}"
+        described.append(text)
+    return (
+        f"f wrote into a read-only array, at\n{format_site(site)}\n"
+        "While a gradient call runs, mutagrad makes the caller's arrays passed as arguments "
+        "read-only, and the arrays they are views of, so that a write to them by name cannot "
+        "change an input behind the tape: "
+        + "; ".join(described)
+        + ". (If the array written is not one of them, it was read-only before the call.)\n"
+        "Fixes:\n"
+        "  - write through the argument f receives (mutagrad copies it on its first write, and "
+        "the caller's array stays as it was);\n"
+        "  - or pass the whole array and take the view inside f, if f must write the rest of it."
+    )
+
+
+_UNBOUND_METHOD = re.compile(
+    r"descriptor '(\w+)' (?:for '([\w.]+)' objects doesn't apply to a|requires a '([\w.]+)' "
+    r"object but received a) '(WrappedArray|WrappedScalar|Buffer)'"
+)
+
+
+def unbound_method_called(text: str) -> tuple[str, str] | None:
+    """``(class, method)`` when ``text`` is Python's refusal of ``np.ndarray.method(traced)``."""
+    found = _UNBOUND_METHOD.search(text)
+    if found is None:
+        return None
+    owner = found.group(2) or found.group(3)
+    return owner, found.group(1)
+
+
+def unbound_method_message(owner: str, method: str, site: Site | None) -> str:
+    """``np.ndarray.sort(y)``: a C method of numpy's called unbound on a traced value."""
+    name = {"numpy.ndarray": "np.ndarray", "numpy.generic": "np.generic"}.get(owner, owner)
+    operator = _IN_PLACE_OPERATORS.get(method)
+    if operator is not None:
+        fix = f"write the operator, y {operator} value"
+    elif method.startswith("__"):
+        fix = f"use the operator or builtin that calls {method} on y"
+    else:
+        fix = f"call the method on the value, y.{method}(...)"
+        if hasattr(np, method):
+            fix += f", or np.{method}(y, ...)"
+    return (
+        f"{name}.{method}(y, ...) calls {name}'s C method unbound on a traced value, at\n"
+        f"{format_site(site)}\n"
+        "A traced array answers isinstance(y, np.ndarray) as an ndarray would, but it is not "
+        "one in memory, and numpy's C methods take only real ndarrays.\n"
+        f"Fix: {fix}; that is traced."
+    )
+
+
+_IN_PLACE_OPERATORS = {
+    "__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=",
+    "__ifloordiv__": "//=", "__imod__": "%=", "__ipow__": "**=", "__imatmul__": "@=",
+    "__iand__": "&=", "__ior__": "|=", "__ixor__": "^=", "__ilshift__": "<<=",
+    "__irshift__": ">>=",
+}
+
+
+# ndarray subclasses whose values and operations are plain ndarray's: mutagrad
+# may treat them as such (np.memmap only changes where the memory lives).
+PLAIN_SUBCLASSES: frozenset[type] = frozenset({np.memmap})
+
+
+def subclass_message(kind: type, what: str) -> str:
+    """An ndarray subclass (np.matrix, np.ma.MaskedArray, ...) met a traced value."""
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    masked = issubclass(kind, np.ma.MaskedArray)
+    fixes = [
+        "np.asarray(a) (or np.ma.getdata(a)) if plain array semantics are meant"
+        if masked
+        else "np.asarray(a) if plain array semantics are meant",
+    ]
+    if masked:
+        fixes.append("a.filled(value) to give the masked elements a value, or np.ma.compressed(a)"
+                     " to drop them, before the computation")  # fmt: skip
+    return (
+        f"{what} is {with_article(name)}, an ndarray subclass, at\n"
+        f"    {describe_site(user_site())}\n"
+        f"Its operations differ from a plain array's (the masked elements skipped, `**` a "
+        "matrix power, ...), and mutagrad has rules for plain arrays only: differentiating it "
+        "as one would give numpy's values for a different program, so mutagrad refuses.\n"
+        + _fix_list(fixes)
+    )
+
+
+def _fix_list(fixes: list[str]) -> str:
+    """``Fix: a.`` or ``Fixes:`` and one item a line."""
+    if len(fixes) == 1:
+        return f"Fix: {fixes[0]}."
+    return "Fixes:\n" + "".join(f"  - {fix};\n" for fix in fixes[:-1]) + f"  - {fixes[-1]}."
+
+
+def leaf_message(x: Any, name: str) -> str:
+    """An argument of a gradient call that mutagrad cannot differentiate, with the fixes."""
+    fixes = ["pass it as a keyword argument if it should not be differentiated (keyword "
+             "arguments reach f as they are)"]  # fmt: skip
+    if isinstance(x, (np.ndarray, np.generic, bool, complex)):
+        dtype = np.asarray(x).dtype
+        what = f"{'an array' if np.ndim(x) else 'a number'} of dtype {dtype}"
+        if dtype.kind == "b":
+            reason = "booleans have no derivative"
+            fixes.append("x.astype(float) if its values stand for numbers")
+        elif dtype.kind == "c":
+            reason = "mutagrad differentiates real-valued code, and complex values are refused"
+            fixes.append("pass the real and imaginary parts as two real arrays")
+        else:
+            reason = f"values of dtype {dtype} have no derivative"
+            fixes.append("convert it to a float array if its values stand for numbers")
+    else:
+        what = f"{with_article(type(x).__qualname__)} object"
+        reason = (
+            "mutagrad cannot see into it: it is not an array, a number, or a structure whose "
+            "leaves mutagrad knows (tuple, list, dict, OrderedDict, defaultdict, namedtuple, "
+            "dataclass, attrs class)"
+        )
+        fixes.append("or make its class a dataclass or an attrs class: their fields are "
+                     "differentiated like a dict's values")  # fmt: skip
+    return (
+        f"{name} of the gradient call is {what}: {reason}, so it would get no gradient.\n"
+        f"    at {describe_site(user_site())}\n" + _fix_list(fixes)
+    )
+
+
+def not_callable_message(f: Any) -> str:
+    """The function to differentiate is not a function (``gradient(3, x)``)."""
+    return (
+        f"mutagrad differentiates a function, but the function given is "
+        f"{with_article(type(f).__qualname__)} ({f!r:.40}), which cannot be called.\n"
+        f"    at {describe_site(user_site())}\n"
+        "Fix: pass the function first and its arguments after it: gradient(f, x), grad(f)(x), "
+        "jacobian(f, x)."
+    )
+
+
+def integer_store_message(site: Site | None) -> str:
+    """A traced float stored into an integer array, which numpy truncates without a word."""
+    return (
+        f"storing a traced floating-point value into an integer array, at\n{format_site(site)}\n"
+        "truncates it (numpy does so silently): the stored number has no derivative, and a "
+        "float buffer was most likely meant, so mutagrad refuses, as it does for the same "
+        "store into a traced array.\n"
+        "Fixes:\n"
+        "  - make the buffer a float array (np.zeros(n), np.zeros_like(x));\n"
+        "  - or, if the truncation is intended, cast explicitly: buf[i] = int(v), or "
+        "buf[:] = v.astype(int)."
+    )

@@ -21,12 +21,14 @@ that is the "easy case" the design exists for.
 from __future__ import annotations
 
 from collections.abc import Callable
+from threading import get_ident
 from typing import Any
 
 import numpy as np
 
 from mutagrad.core import indexing
 from mutagrad.core.engine import (
+    refuse_other_thread_write,
     EXPORTED,
     STATE,
     Node,
@@ -56,10 +58,12 @@ from mutagrad.core.wrapped import (
     any_active,
     array_like,
     array_method,
+    check_thread,
     holds_wrapped,
     is_active,
     node_of,
     operand,
+    runs_elsewhere,
     stack_sequence,
     truncates,
     unwrap,
@@ -84,6 +88,13 @@ def describe_array(w: WrappedArray) -> str:
 def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> WrappedArray:
     """Check that ``w`` may be written and make its memory ours; return its base."""
     base = w._base if w._base is not None else w
+    if trace is None:
+        check_thread(w, operation)
+    elif trace.thread != get_ident():
+        # A thread that runs with the call's context (contextvars.copy_context().run):
+        # its reads are recorded, but two threads writing views of one array at once
+        # would each read the base's node before the other replaced it.
+        refuse_other_thread_write(trace, operation, user_site(3))
     if w._flags & (READONLY | DETACHED):
         if w._flags & READONLY:
             raise MutagradError(
@@ -118,10 +129,10 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
     if trace is not None:
         buffer = bool(flags & BUFFER) and not thawed
         trace.mode.check_write(operation, lambda: (describe_array(w), user_site(3)), buffer)
-    if not w._data.flags.writeable and not flags & BORROWED:
+    if not w._raw.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
     if flags & BORROWED:
-        if not w._data.flags.writeable:
+        if not w._raw.flags.writeable:
             raise ValueError("assignment destination is read-only")
         copy_on_write(base)
     return base
@@ -142,11 +153,11 @@ def copy_on_write(base: WrappedArray) -> None:
     Views follow the base into the new memory; captures keep reading the
     caller's memory (which never changes) but track overlap in the new one.
     """
-    new, old_low, buffer = copy_keeping_layout(base._data)
-    base._data = new
+    new, old_low, buffer = copy_keeping_layout(base._raw)
+    base._raw = new
     base._flags &= ~BORROWED
     for view in base._views or ():
-        view._data = _rebased(view._data, old_low, buffer)
+        view._raw = _rebased(view._raw, old_low, buffer)
     for c in base._captures or ():
         if c.region is not None:
             c.region = _rebased(c.region, old_low, buffer)
@@ -175,13 +186,13 @@ def refuse_overlapping(
     recorded with another meaning. ``what`` names the write, ``why_and_fix``
     says why and what to do instead.
     """
-    if not isinstance(target, WrappedValue) or type(target._data) is not np.ndarray:
+    if not isinstance(target, WrappedValue) or type(target._raw) is not np.ndarray:
         return
     for x in values:
         if (
             isinstance(x, WrappedValue)
-            and type(x._data) is np.ndarray
-            and overlaps(x._data, target._data, max_work)
+            and type(x._raw) is np.ndarray
+            and overlaps(x._raw, target._raw, max_work)
         ):
             raise NotDifferentiableError(
                 f"{what}, at\n{format_site(user_site())}\n{why_and_fix}"
@@ -264,7 +275,7 @@ def _active_node(base: WrappedArray, trace: Trace) -> Node | None:
 
 
 def _covers_base(place: np.ndarray, base: WrappedArray) -> bool:
-    data = base._data
+    data = base._raw
     if place is data:
         return True
     return (
@@ -296,14 +307,14 @@ def commit(
         return
     if value_node is not None and base._flags & EXPORTED:
         _refuse_exported(site)
-    if value_node is not None and base._data.dtype.kind == "c":
-        refuse_complex(base._data.dtype, "a write of a differentiated value into a complex array",
+    if value_node is not None and base._raw.dtype.kind == "c":
+        refuse_complex(base._raw.dtype, "a write of a differentiated value into a complex array",
                        site if site is not None else user_site())  # fmt: skip
     tape = trace.tape
     if (
         old_node is None
         and kind == NO_INDEX
-        and value_node.shape == base._data.shape
+        and value_node.shape == base._raw.shape
         and _covers_base(place, base)
     ):
         base._node = value_node  # nothing of the old value survives, and it was constant
@@ -311,7 +322,7 @@ def commit(
         tag = (old_node.tag if old_node is not None else 0) | (
             value_node.tag if value_node is not None else 0
         )
-        data = base._data
+        data = base._raw
         if site is None:
             site = user_site()
         node = Node(WRITE, (old_node, value_node), tape, tag, data, site)
@@ -381,9 +392,13 @@ def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
     when no trace is active, no flag of ``w`` or its base asks for more, and
     no capture lives on the base: a pullback's saved value (``pullback``'s
     ``back`` runs later, outside any trace), an inert capture of a released
-    tape (the slow path drops it), or a checkpoint's guard.
+    tape (the slow path drops it), or a checkpoint's guard. Nor when the array
+    belongs to a gradient call running in another thread (refused there).
     """
-    return not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS) and not base._captures
+    if (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures:
+        return False
+    n = base._node
+    return n is None or not n.tape.running
 
 
 @array_method("setitem")
@@ -394,8 +409,11 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
         base = w._base
         if base is None:
             base = w
-        if not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures):
-            w._data[index] = value
+        n = base._node
+        if not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures) and (
+            n is None or not n.tape.running
+        ):
+            w._raw[index] = value
             base._version += 1
             return
     assign(w, index, value, "__setitem__")
@@ -416,18 +434,20 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
     wrapped_value = isinstance(value, WrappedValue)
+    if wrapped_value and trace is None:
+        check_thread(value, operation)
     value_node = node_of(value, trace.tape) if wrapped_value and trace is not None else None
     base = prepare_write(w, operation, trace)  # strict mode refuses even a no-op write
     # Read after prepare_write: a view of a borrowed array follows it into its own
     # memory there, and numpy's result for overlapping memory depends on where the
     # value really is (x[::2] = x[2:] on a reversed argument is not buffered).
     if wrapped_value:
-        raw_value = value._data
+        raw_value = value._raw
     else:
         raw_value = unwrap(value) if isinstance(value, (list, tuple)) else value
     if basic and mask is None and _is_self_assignment(w, key, value):
         return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
-    data = w._data
+    data = w._raw
     if (
         value_node is not None
         and data.dtype.kind in "biu"
@@ -459,7 +479,7 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         written = None
         if kind != NO_INDEX and base._captures:
             selected = _selection(data, key, index_out if mask is not None else None)
-            written = WrittenElements(data, selected, base._data)
+            written = WrittenElements(data, selected, base._raw)
         invalidate(base, place, write, None, written)
     # The tape records the value as read before the write. numpy promises that
     # for overlapping memory, but not in every case (a reversed array written
@@ -511,6 +531,9 @@ def _assign_untraced(w: WrappedArray, key: Any, basic: bool, value: Any) -> bool
     # _writes_plainly, inlined: this runs for every element written outside a trace.
     if (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures:
         return False
+    n = base._node
+    if n is not None and n.tape.running:
+        return False
     kind = type(value)
     if kind is float or kind is int:
         raw = value
@@ -519,12 +542,14 @@ def _assign_untraced(w: WrappedArray, key: Any, basic: bool, value: Any) -> bool
             return False
         raw = unwrap(value)
     elif isinstance(value, WrappedValue):
+        if runs_elsewhere(value):
+            return False  # assign refuses it
         if basic and _is_self_assignment(w, key, value):
             return True  # as the full path: nothing copied, no new version (`y[1:] -= v`)
-        raw = value._data
+        raw = value._raw
     else:
         raw = value
-    w._data[key] = raw
+    w._raw[key] = raw
     base._version += 1
     return True
 
@@ -557,14 +582,14 @@ def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> No
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
     """Whether ``w[key] = value`` stores a view onto exactly the memory it came from."""
-    if not isinstance(value, WrappedValue) or type(value._data) is not np.ndarray:
+    if not isinstance(value, WrappedValue) or type(value._raw) is not np.ndarray:
         return False
     base = w._base if w._base is not None else w
     value_base = value._base if value._base is not None else value
     if value_base is not base:
         return False
-    place = w._data[key]
-    source = value._data
+    place = w._raw[key]
+    source = value._raw
     return (
         isinstance(place, np.ndarray)
         and place.shape == source.shape
@@ -617,9 +642,13 @@ def write_in_place(
                 kind = type(a)
                 if (kind is list or kind is tuple) and holds_wrapped(a):
                     break
-                raw_inputs.append(a._data if isinstance(a, WrappedValue) else a)
+                if isinstance(a, WrappedValue):
+                    if runs_elsewhere(a):
+                        break  # operand refuses it
+                    a = a._raw
+                raw_inputs.append(a)
             else:
-                perform(raw_inputs, out._data)
+                perform(raw_inputs, out._raw)
                 base._version += 1
                 return out
     base = prepare_write(out, operation, trace)
@@ -628,7 +657,7 @@ def write_in_place(
     resolved = [operand(a, tape) for a in inputs]
     raw = [r for r, _ in resolved]
     nodes = [n for _, n in resolved]
-    target = out._data
+    target = out._raw
     node = None
     need_ans = False
     site = None

@@ -114,7 +114,7 @@ def exported(w: WrappedValue, operation: str) -> Any:
     """
     if is_active(w):
         raise TracerConversionError(conversion_message(operation))
-    return read_only(w._data)
+    return read_only(w._raw)
 
 
 @array_method("dlpack")
@@ -146,7 +146,7 @@ def partition_in_place(w: WrappedArray, kth: Any, axis: Any, kind: str, order: A
 @array_method("byteswap")
 def byteswap(w: WrappedValue, inplace: bool) -> Any:
     """``w.byteswap(inplace)``: reversed bytes, a new bit pattern with no derivative."""
-    swapped = w._data.byteswap()
+    swapped = w._raw.byteswap()
     if is_active(w):
         raise NotDifferentiableError(
             "x.byteswap() reinterprets the bytes of a traced array; the numbers it makes "
@@ -176,7 +176,7 @@ def getfield(w: WrappedValue, dtype: Any, offset: int) -> Any:
             f"{w.dtype} array; that has no derivative.\nFix: use x.astype(...) for a "
             "differentiable conversion."
         )
-    field = wrap_constant(w._data.getfield(dtype, offset), (w,), (w._data,))
+    field = wrap_constant(w._raw.getfield(dtype, offset), (w,), (w._raw,))
     if isinstance(field, WrappedArray):
         # Like x.view(other_dtype): writes through it are refused inside a gradient call.
         field._flags |= DETACHED
@@ -196,7 +196,7 @@ def setfield(w: WrappedArray, value: Any, dtype: Any, offset: int) -> None:
             f"each element of a {w.dtype} array; with a traced array or value the result has "
             "no derivative.\nFix: write whole elements (x[...] = value) instead."
         )
-    updated = w._data.copy()
+    updated = w._raw.copy()
     updated.setfield(unwrap(value), dtype, offset)
     mutation.assign(w, Ellipsis, updated, "x.setfield()")
 
@@ -222,7 +222,7 @@ def set_part(w: WrappedValue, part: str, value: Any) -> None:
 def imag(w: WrappedValue) -> Any:
     """``w.imag``: for a real array numpy's read-only zeros (constant); for a complex one a
     view of its imaginary parts."""
-    return wrap_constant(w._data.imag, (w,), (w._data,))
+    return wrap_constant(w._raw.imag, (w,), (w._raw,))
 
 
 @array_method("set_shape")
@@ -241,10 +241,10 @@ def set_shape(w: WrappedValue, shape: Any) -> None:
     if w._flags & (READONLY | PINNED):
         raise refuse("setting x.shape", "this array is a value handed to a pullback, whose "
                      "shape the backward pass relies on", "use x.reshape(shape)")  # fmt: skip
-    reshaped = w._data.view()
+    reshaped = w._raw.view()
     reshaped.shape = shape  # numpy's own rules and errors (never a copy)
     if w._base is not None:
-        w._data = reshaped
+        w._raw = reshaped
         w._node = None  # the cached read has the old shape
         return
     trace = STATE.get()
@@ -258,9 +258,9 @@ def set_shape(w: WrappedValue, shape: Any) -> None:
                 "use x = x.reshape(shape)",
             )
         node = Node(VIEW_READ, (old,), trace.tape, old.tag, reshaped, user_site())
-        w._node = push(node, (reshaped, w._data, w._version, w))
+        w._node = push(node, (reshaped, w._raw, w._version, w))
         trace.tape.touch(w)
-    w._data = reshaped
+    w._raw = reshaped
 
 
 @array_method("setflags")
@@ -272,7 +272,7 @@ def setflags(w: WrappedArray, write: Any, align: Any, uic: Any) -> None:
     theirs, as in numpy.
     """
     if write is not None and write:
-        if not w._data.flags.writeable:
+        if not w._raw.flags.writeable:
             raise refuse(
                 "x.setflags(write=True)",
                 "mutagrad cannot make a read-only array writeable again: its memory may be "
@@ -282,9 +282,9 @@ def setflags(w: WrappedArray, write: Any, align: Any, uic: Any) -> None:
         write = None  # already writeable
     if write is None and align is None and uic is None:
         return
-    flagged = w._data.view()
+    flagged = w._raw.view()
     flagged.setflags(write=write, align=align, uic=uic)
-    w._data = flagged
+    w._raw = flagged
 
 
 @array_method("resize_refused")

@@ -229,7 +229,7 @@ def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
 
 def save_output(node: Node, wrapped: Any, mode: Any) -> None:
     """Fill the output slot of ``node.saved`` with the (wrapped) output."""
-    node.saved = (*node.saved[:-1], save_value(wrapped._data, wrapped, node, mode))
+    node.saved = (*node.saved[:-1], save_value(wrapped._raw, wrapped, node, mode))
 
 
 def owned_value(value: Any) -> Any:
@@ -250,7 +250,7 @@ def owned_value(value: Any) -> Any:
         return kind(owned_value(v) for v in value)
     if kind is dict:
         return {k: owned_value(v) for k, v in value.items()}
-    data = value._data  # a WrappedValue
+    data = value._raw  # a WrappedValue
     return data.copy() if type(data) is np.ndarray else data
 
 

@@ -146,6 +146,16 @@ def innermost_user_site(traceback: TracebackType | None) -> Site | None:
     return found
 
 
+def raised_by_mutagrad(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error``'s traceback is mutagrad's own code."""
+    traceback = error.__traceback__
+    if traceback is None:
+        return False
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return traceback.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
+
+
 def describe_site(site: Site | None) -> str:
     """``file:line (in function)``, or a placeholder when no user frame was found."""
     if site is None:
@@ -671,6 +681,50 @@ def _conversion_construct(
         "(on a function decorated with @mutagrad.primitive)",
         f"if no gradient should flow through it, {ignored}",
     ]
+
+
+def is_user_frame(frame: FrameType) -> bool:
+    """Whether ``frame`` runs the user's code (not mutagrad's machinery or numpy's)."""
+    code = frame.f_code
+    return code in _user_sites or (code not in _internal_code and _classify(code) is not None)
+
+
+_EXPLICIT_CASTS: dict[Site, bool] = {}
+
+
+def casts_explicitly(site: Site | None) -> bool:
+    """Whether the user's expression at ``site`` makes an integer of a value on purpose.
+
+    ``int(v)``, ``np.int64(v)``, ``np.asarray(v, dtype=int)``, ``v.astype(int)``,
+    ``round(v)``: yes. A store that numpy truncates on its own (``buf[i] = v``
+    into an integer array, ``buf.fill(v)``, ``np.put(buf, i, v)``): no. Where
+    the expression cannot be read, yes (the truncation's zero derivative is
+    the true one; the refusal only catches a store that looks like a slip).
+    """
+    if site is None:
+        return True
+    known = _EXPLICIT_CASTS.get(site)
+    if known is None:
+        known = _EXPLICIT_CASTS[site] = _is_explicit_cast(_expression_at(site))
+    return known
+
+
+def _is_explicit_cast(expression: ast.expr | None) -> bool:
+    if expression is None:
+        return True
+    if not isinstance(expression, ast.Call) or _is_setitem_call(expression):
+        return False
+    func = expression.func
+    name = func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)
+    if name in ("int", "round", "floor", "ceil", "trunc", "index", "astype"):
+        return True
+    if isinstance(func, ast.Attribute) and _root_name(func) in _NUMPY_MODULE_NAMES:
+        if _is_scalar_type(name):
+            return True
+        return any(k.arg == "dtype" for k in expression.keywords) or (
+            name in ("array", "asarray", "asanyarray") and len(expression.args) >= 2
+        )
+    return False
 
 
 def describe_conversion(site: Site | None, operation: str) -> str:

@@ -1,6 +1,6 @@
 """WrappedArray: a numpy array with a version number, traced by the tape.
 
-A WrappedArray holds a numpy array (``_data``) and takes part in numpy through
+A WrappedArray holds a numpy array (``_raw``) and takes part in numpy through
 ``__array_ufunc__``, ``__array_function__`` and the Python operators, so numpy
 code runs on it unchanged. Outside a gradient call it behaves as a constant
 array; inside one, operations on it are recorded.
@@ -29,9 +29,10 @@ view records a VIEW_READ node from it (cached until the next write).
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from sys import _getframe
-from types import GenericAlias
+from types import FrameType, GenericAlias
 from typing import Any
 
 import numpy as np
@@ -43,11 +44,22 @@ from mutagrad.core.engine import (
     Node,
     Rule,
     VjpRule,
+    refuse_other_thread,
 )
-from mutagrad.core.messages import conversion_message, missing_rule_message
+from mutagrad.core.messages import (
+    PLAIN_SUBCLASSES,
+    conversion_message,
+    hash_message,
+    integer_store_message,
+    missing_rule_message,
+    pickle_message,
+    subclass_message,
+)
 from mutagrad.core.record import push, record1, record2, save_output
 from mutagrad.core.regions import VIEW_READ
 from mutagrad.core.sites import (
+    casts_explicitly,
+    is_user_frame,
     user_site,
     user_site_from,
 )
@@ -111,7 +123,7 @@ class WrappedValue:
         "__weakref__",
         "_base",
         "_captures",
-        "_data",
+        "_raw",
         "_flags",
         "_node",
         "_version",
@@ -121,9 +133,19 @@ class WrappedValue:
     __array_priority__ = 1000.0
 
     def __init__(self, data: Any, node: Node | None = None):
-        if type(data) is not np.ndarray and not isinstance(data, np.generic):
+        kind = type(data)
+        if (
+            kind is not np.ndarray
+            and kind is not np.float64
+            # (isinstance answers numpy's type for a traced value too)
+            and (not isinstance(data, np.generic) or isinstance(data, WrappedValue))
+        ):
+            if isinstance(data, np.ndarray) and not isinstance(data, WrappedValue):
+                if kind not in PLAIN_SUBCLASSES:
+                    # np.matrix, np.ma.MaskedArray: an operation's result, or an argument
+                    raise NotDifferentiableError(subclass_message(kind, "a value"))
             data = np.asarray(data)
-        self._data = data
+        self._raw = data
         self._node = node
         self._base: WrappedArray | None = None
         self._version = 0
@@ -135,7 +157,7 @@ class WrappedValue:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._data.shape
+        return self._raw.shape
 
     @shape.setter
     def shape(self, shape: Any) -> None:
@@ -144,7 +166,7 @@ class WrappedValue:
 
     @property
     def dtype(self) -> np.dtype:
-        return self._data.dtype
+        return self._raw.dtype
 
     @dtype.setter
     def dtype(self, dtype: Any) -> None:
@@ -153,23 +175,23 @@ class WrappedValue:
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return self._raw.ndim
 
     @property
     def size(self) -> int:
-        return self._data.size
+        return self._raw.size
 
     @property
     def itemsize(self) -> int:
-        return self._data.itemsize
+        return self._raw.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._data.nbytes
+        return self._raw.nbytes
 
     @property
     def strides(self) -> tuple[int, ...]:
-        return self._data.strides
+        return self._raw.strides
 
     @strides.setter
     def strides(self, strides: Any) -> None:
@@ -179,7 +201,7 @@ class WrappedValue:
 
     @property
     def flags(self) -> Any:
-        return self._data.flags
+        return self._raw.flags
 
     @property
     def base(self) -> WrappedArray | None:
@@ -238,15 +260,15 @@ class WrappedValue:
 
     @property
     def device(self) -> str:
-        return self._data.device
+        return self._raw.device
 
     def __repr__(self) -> str:
         name = type(self).__name__
-        body = np.array2string(np.asarray(self._data), separator=", ", prefix=f"{name}(")
+        body = np.array2string(np.asarray(self._raw), separator=", ", prefix=f"{name}(")
         return f"{name}({body}, version={self.version})"
 
     def __str__(self) -> str:
-        return str(self._data)
+        return str(self._raw)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -254,8 +276,9 @@ class WrappedValue:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if is_active(self):
-            if dtype is None or not _truncating_cast(self._data.dtype, dtype):
+            if dtype is None or not _truncating_cast(self._raw.dtype, dtype):
                 raise TracerConversionError(conversion_message("np.asarray / __array__"))
+            refuse_integer_store(_getframe(1))
             # np.int64(x), np.asarray(x, dtype=bool): a float cast to integers or
             # booleans is piecewise constant, so it has no derivative (as
             # x.astype(int)); the result is a new array, never an alias of x.
@@ -263,55 +286,67 @@ class WrappedValue:
                 raise ValueError(
                     "Unable to avoid copy while creating an array as requested."
                 )  # numpy's answer: a cast copies
-            return np.array(self._data, dtype=dtype)
-        data = np.asarray(self._data)
+            return np.array(self._raw, dtype=dtype)
+        data = np.asarray(self._raw)
         if copy:
             return np.array(data, dtype=dtype, copy=True)
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
-        if type(self._data) is np.ndarray:
+        if type(self._raw) is np.ndarray:
             export(self)
         return data.view()  # the same memory, as numpy's np.asarray(a) is a itself
 
     def __float__(self) -> float:
         if is_active(self):
             raise TracerConversionError(conversion_message("float()"))
-        return float(self._data)
+        return float(self._raw)
 
     def __complex__(self) -> complex:
         if is_active(self):
             raise TracerConversionError(conversion_message("complex()"))
-        return complex(self._data)
+        return complex(self._raw)
 
     def __int__(self) -> int:
         # Truncation is piecewise constant: int(x[0]) of a traced float has no
         # derivative (as x.astype(int)), and an index or a count needs none.
-        # (Traced complex values are refused where they are made.)
-        return int(self._data)
+        # (Traced complex values are refused where they are made.) But numpy
+        # also calls this to store a float into an integer array, which is refused
+        # as the same store into a WrappedArray is (see refuse_integer_store).
+        if self._raw.dtype.kind == "f" and is_active(self):
+            refuse_integer_store(_getframe(1))
+        return int(self._raw)
 
     def __index__(self) -> int:
         # Integers used as indices or sizes carry no gradient (NoTangent).
-        return operator.index(self._data)
+        return operator.index(self._raw)
 
     def __bool__(self) -> bool:
         # Control flow on a traced value is allowed: it carries no gradient.
-        return bool(self._data)
+        return bool(self._raw)
 
     def item(self, *args: Any) -> Any:
-        if self._data.dtype.kind in "fc" and is_active(self):
+        if self._raw.dtype.kind in "fc" and is_active(self):
             raise TracerConversionError(conversion_message("x.item()"))
-        return self._data.item(*args)
+        return self._raw.item(*args)
 
     def tolist(self) -> Any:
-        if self._data.dtype.kind in "fc" and is_active(self):
+        if self._raw.dtype.kind in "fc" and is_active(self):
             raise TracerConversionError(conversion_message("x.tolist()"))
-        return self._data.tolist()
+        return self._raw.tolist()
 
     def __copy__(self) -> WrappedArray:
         return self.copy()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> WrappedArray:
         return self.copy()
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        # Explicit, because __class__ answers numpy's type (pickle would check
+        # it against the type it rebuilds). A constant pickles as its data; a
+        # traced value would arrive without its gradient.
+        if is_active(self):
+            raise TracerConversionError(pickle_message())
+        return (_unpickled, (type(self), self._raw.copy(), self._flags & _PICKLED_FLAGS))
 
     # -- numpy protocols -------------------------------------------------------
 
@@ -325,6 +360,12 @@ class WrappedValue:
         return METHOD_RULES["array_ufunc"](ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        if len(types) > 1:  # another array type among the arguments (np.ma, np.matrix)
+            for kind in types:
+                if kind is not np.ndarray and issubclass(kind, np.ndarray) and (
+                    kind not in PLAIN_SUBCLASSES
+                ):
+                    raise NotDifferentiableError(subclass_message(kind, "an argument"))
         return METHOD_RULES["array_function"](func, args, kwargs)
 
     @staticmethod
@@ -507,16 +548,16 @@ class WrappedValue:
         return METHOD_RULES["exported"](self, "x.dumps()").dumps()
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
-        self._data.to_device(device, stream=stream)  # numpy's check: only "cpu" exists
+        self._raw.to_device(device, stream=stream)  # numpy's check: only "cpu" exists
         return self
 
     def __array_namespace__(self, *, api_version: Any = None) -> Any:
         # The array API namespace of a WrappedArray is numpy itself: its functions
         # reach the array through __array_function__ and __array_ufunc__.
-        return self._data.__array_namespace__(api_version=api_version)
+        return self._raw.__array_namespace__(api_version=api_version)
 
     def __format__(self, format_spec: str) -> str:
-        return format(self._data, format_spec)  # f"{loss:.3f}", as for a numpy value
+        return format(self._raw, format_spec)  # f"{loss:.3f}", as for a numpy value
 
     def __rdivmod__(self, other: Any) -> Any:
         return np.divmod(other, self)
@@ -541,13 +582,19 @@ class WrappedArray(WrappedValue):
 
     __slots__ = ()
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        # isinstance(x, np.ndarray) answers as for the ndarray it mirrors (see
+        # WrappedValue); type(x) still says WrappedArray.
+        return np.ndarray
+
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._raw)
 
     def __iter__(self):
-        if self._data.ndim == 0:
+        if self._raw.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(len(self._data)):
+        for i in range(len(self._raw)):
             yield self[i]
 
     def __getitem__(self, index: Any) -> Any:
@@ -593,7 +640,7 @@ class WrappedArray(WrappedValue):
         return METHOD_RULES["dlpack"](self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._data.__dlpack_device__()
+        return self._raw.__dlpack_device__()
 
 
 class WrappedScalar(WrappedValue):
@@ -605,6 +652,62 @@ class WrappedScalar(WrappedValue):
     """
 
     __slots__ = ()
+
+    def __hash__(self) -> int:
+        # numpy scalars are hashable. A traced one is not: a dict or cache keyed
+        # by it would match by number alone and hand back another value's gradient.
+        if is_active(self):
+            raise TracerConversionError(hash_message())
+        return hash(self._raw)
+
+    # round(v), math.floor(v), math.ceil(v), math.trunc(v): numpy's answers (a
+    # Python int; round(v, n) a numpy scalar). Each is piecewise constant, so
+    # the result is a constant whose derivative, zero, is the true one.
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        if ndigits is None:
+            return round(self._raw)
+        return WrappedScalar(round(self._raw, ndigits))
+
+    def __floor__(self) -> int:
+        return math.floor(self._raw)
+
+    def __ceil__(self) -> int:
+        return math.ceil(self._raw)
+
+    def __trunc__(self) -> int:
+        return math.trunc(self._raw)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        # isinstance(v, float), isinstance(v, np.floating), np.isscalar(v):
+        # the numpy scalar type of its dtype answers, as for x[i] of an ndarray.
+        return self._raw.dtype.type
+
+
+# Flags a pickled constant keeps: what kind of array it is (a Buffer, frozen or not).
+_PICKLED_FLAGS = BUFFER | FROZEN
+
+
+def _unpickled(kind: type, data: Any, flags: int) -> WrappedValue:
+    """A constant of ``kind`` holding ``data``: what pickle rebuilds."""
+    value = object.__new__(kind)
+    WrappedValue.__init__(value, data)
+    value._flags = flags
+    return value
+
+
+def refuse_integer_store(caller: FrameType) -> None:
+    """Refuse numpy storing a traced float into an integer array: ``buf[i] = v``.
+
+    numpy truncates it (a constant, whose derivative, zero, is right), but the
+    same store into a WrappedArray is refused as a likely slip (a buffer made
+    with an integer dtype by accident), and one rule holds for both. A cast the
+    user wrote, ``int(v)`` or ``np.asarray(v, dtype=int)``, and numpy's own
+    Python code converting a value, stay allowed.
+    """
+    if is_user_frame(caller) and not casts_explicitly(user_site_from(caller)):
+        raise TracerConversionError(integer_store_message(user_site_from(caller)))
 
 
 def _truncating_cast(source: np.dtype, target: Any) -> bool:
@@ -621,9 +724,9 @@ def wrap(data: Any, node: Node | None = None) -> WrappedValue:
     """The right wrapper for ``data``: WrappedArray for an ndarray, WrappedScalar otherwise."""
     if type(data) is np.ndarray:
         return WrappedArray(data, node)
-    if isinstance(data, np.generic):
+    if isinstance(data, np.generic) and not isinstance(data, WrappedValue):
         return WrappedScalar(data, node)
-    return WrappedArray(np.asarray(data), node)
+    return WrappedArray(data, node)  # (which refuses an ndarray subclass)
 
 
 def truncates(result: Any, raw: Any, nodes: Any) -> bool:
@@ -652,13 +755,16 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     reads its base's current node (:func:`node_of`).
     """
     if not isinstance(x, WrappedValue):
+        if type(x) is not np.ndarray and isinstance(x, np.ndarray):
+            check_plain(x)
         return x, None
     if tape is None:
-        return x._data, None
+        check_thread(x, "an operation")
+        return x._raw, None
     if x._base is None:
         n = x._node
-        return x._data, n if n is not None and n.tape is tape else None
-    return x._data, node_of(x, tape)
+        return x._raw, n if n is not None and n.tape is tape else None
+    return x._raw, node_of(x, tape)
 
 
 def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
@@ -671,14 +777,14 @@ def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     tape = trace.tape if trace is not None else None
     # operand, inlined for the common case of a WrappedArray that is not a view.
     if isinstance(a, WrappedValue) and a._base is None and tape is not None:
-        ra = a._data
+        ra = a._raw
         na = a._node
         if na is not None and na.tape is not tape:
             na = None
     else:
         ra, na = operand(a, tape)
     if isinstance(b, WrappedValue) and b._base is None and tape is not None:
-        rb = b._data
+        rb = b._raw
         nb = b._node
         if nb is not None and nb.tape is not tape:
             nb = None
@@ -758,7 +864,7 @@ def _make_operators() -> None:
             return _binary(ufunc, pyop, other, self)
 
         def in_place(self, other, ufunc=ufunc, pyop=pyop):
-            if not isinstance(self._data, np.ndarray):
+            if not isinstance(self._raw, np.ndarray):
                 return _binary(ufunc, pyop, self, other)  # numpy scalars are immutable
             METHOD_RULES["ufunc_into"](ufunc, (self, other), self, {})
             return self
@@ -830,24 +936,58 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
     # gives the base a new input node without writing it).
     if n is not None and w._version == base._version and n.tape is tape and n.inputs[0] is bn:
         return n
-    data = w._data
+    data = w._raw
     n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
-             (data, base._data, base._version, base))  # fmt: skip
+             (data, base._raw, base._version, base))  # fmt: skip
     w._node = n
     w._version = base._version
     return n
 
 
 def is_active(w: WrappedArray) -> bool:
-    """Does ``w`` carry a gradient in the current gradient call?"""
+    """Does ``w`` carry a gradient in the current gradient call?
+
+    Where no call is active, a value of a call running in another thread is
+    refused (:func:`check_thread`) rather than taken for a constant.
+    """
     trace = STATE.get()
     if trace is None:
+        check_thread(w, "a conversion")
         return False
     if w._flags & DETACHED:
         return False
     base = w._base if w._base is not None and not w._flags & PINNED else w
     n = base._node
     return n is not None and n.tape is trace.tape
+
+
+def check_plain(a: np.ndarray) -> None:
+    """Refuse an ndarray subclass (np.matrix, np.ma.MaskedArray) as an operand of ours.
+
+    A rule computes on plain arrays, so its result would be numpy's for a
+    different program (a masked sum that counts the masked elements).
+    """
+    if type(a) not in PLAIN_SUBCLASSES:
+        raise NotDifferentiableError(subclass_message(type(a), "an operand"))
+
+
+def check_thread(w: WrappedValue, operation: str) -> None:
+    """Where no trace is active: refuse ``w`` if it belongs to a call running in another thread.
+
+    A thread started inside ``f`` does not inherit the trace (a context
+    variable), so without this the value would count as a constant there.
+    """
+    base = w._base
+    n = w._node if base is None or w._flags & PINNED else base._node
+    if n is not None and n.tape.running and not w._flags & DETACHED:
+        refuse_other_thread(n.tape, operation, user_site(3))
+
+
+def runs_elsewhere(w: WrappedValue) -> bool:
+    """Whether ``w``'s value is on the tape of a call whose function is running (any thread)."""
+    base = w._base if w._base is not None else w
+    n = base._node
+    return n is not None and bool(n.tape.running)
 
 
 def any_active(values: Any) -> bool:
@@ -900,7 +1040,7 @@ def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any
 def unwrap(value: Any) -> Any:
     """Raw data of WrappedArrays in ``value`` (looking into lists, tuples and dicts)."""
     if isinstance(value, WrappedValue):
-        return value._data
+        return value._raw
     if type(value) in (list, tuple):
         return type(value)(unwrap(v) for v in value)
     if type(value) is dict:
@@ -925,6 +1065,15 @@ def export(w: WrappedValue) -> None:
         if c.region is not None:
             c.detach()
     base._captures = None
+
+
+def is_raw_array(x: Any) -> bool:
+    """Whether ``x`` is an ndarray (or subclass) that is not traced.
+
+    ``isinstance(w, np.ndarray)`` is True for a WrappedArray too: it answers
+    Python's type questions as the ndarray it mirrors.
+    """
+    return type(x) is np.ndarray or (isinstance(x, np.ndarray) and not isinstance(x, WrappedValue))
 
 
 def holds_wrapped(value: Any) -> bool:

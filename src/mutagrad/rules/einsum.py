@@ -158,7 +158,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     result = np.einsum(*unwrap(operands), optimize=optimize, **raw_kwargs)
     if len(arrays) == 1 and isinstance(arrays[0], WrappedValue):
         (a,) = arrays
-        if type(result) is np.ndarray and _is_view_of(result, a._data):
+        if type(result) is np.ndarray and _is_view_of(result, a._raw):
             return assign_out(make_view(a, result), out, "np.einsum")
     labels, output = canonical(subscripts, [np.shape(a) for a in arrays])
     traced = apply(

@@ -65,7 +65,7 @@ def _numpy_decides(numpy_function: Callable[..., Any], fresh: bool, a: Any, *arg
     w *= aweights`` in ``np.cov``).
     """
     if isinstance(a, WrappedValue):
-        data = a._data
+        data = a._raw
         if type(data) is np.ndarray:
             data = data.view()
             data.flags.writeable = False

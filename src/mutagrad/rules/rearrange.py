@@ -113,7 +113,7 @@ def _rearrangement(numpy_function: Any, name: str):
         args, kwargs = unwrap(args), unwrap(kwargs)
         if not isinstance(a, WrappedValue):
             return numpy_function(a, *args, **kwargs)
-        result = numpy_function(a._data, *args, **kwargs)
+        result = numpy_function(a._raw, *args, **kwargs)
         if a.size == 0:
             return wrap_constant(result)
         return rearranged(name, a, result, numpy_function(index_map(a.shape), *args, **kwargs))
@@ -131,7 +131,7 @@ def delete(arr, obj, axis=None):
     obj = unwrap(obj)
     if not isinstance(arr, WrappedValue):
         return np.delete(arr, obj, axis=axis)
-    result = np.delete(arr._data, obj, axis=axis)
+    result = np.delete(arr._raw, obj, axis=axis)
     if arr.size == 0:
         return wrap_constant(result)
     return rearranged("delete", arr, result, np.delete(index_map(arr.shape), obj, axis=axis))
@@ -284,7 +284,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     if axis is None:
         a = np.ravel(a)
         axis = -1
-    data = a._data
+    data = a._raw
     result = np.partition(data, kth, axis=axis, kind=kind)
     sources = _sources_along_axis(data, result, axis)
     index = np.take_along_axis(index_map(data.shape), sources, axis=axis)
@@ -448,7 +448,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     raw_kwargs = unwrap(kwargs)
     if not isinstance(array, WrappedValue):
         return np.pad(array, pad_width, mode, **raw_kwargs)
-    data = array._data
+    data = array._raw
     if callable(mode):
         if any_active((array, *kwargs.values())):
             raise NotDifferentiableError(

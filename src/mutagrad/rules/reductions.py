@@ -142,8 +142,8 @@ def _plain(a, dtype, out, where, initial=_NoValue) -> bool:
         and where is _NoValue
         and initial is _NoValue
         and isinstance(a, WrappedValue)
-        and type(a._data) is np.ndarray
-        and a._data.dtype.kind == "f"
+        and type(a._raw) is np.ndarray
+        and a._raw.dtype.kind == "f"
     )
 
 
@@ -152,7 +152,7 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
     if _plain(a, dtype, out, where, initial):
         # What np.sum runs for an ndarray, without its Python layers (every
         # loss ends in a reduction).
-        x = a._data
+        x = a._raw
         result = np.add.reduce(x, axis, None, None, keepdims)
         return apply(SUM, (a,), {"axis": axis, "keepdims": keepdims}, result)
     kw = _options(dtype=dtype, initial=initial, where=where)
@@ -162,8 +162,8 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
-    if axis is None and not keepdims and _plain(a, dtype, out, where) and a._data.size:
-        x = a._data
+    if axis is None and not keepdims and _plain(a, dtype, out, where) and a._raw.size:
+        x = a._raw
         if x.dtype.type in _MEAN_TYPES:
             # numpy's _mean over all axes, without its Python layers: the same
             # sum, divided by the count as an intp, cast back to the dtype.

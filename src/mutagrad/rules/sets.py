@@ -65,7 +65,7 @@ def _gathered(name: str, x: WrappedValue, result: Any, axis: Any, equal_nan: boo
     if x.size == 0:
         traced = wrap_constant(values)
     else:
-        traced = rearranged(name, x, values, first_occurrences(x._data, values, axis, equal_nan))
+        traced = rearranged(name, x, values, first_occurrences(x._raw, values, axis, equal_nan))
     if not several:
         return traced
     items = (traced, *result[1:])

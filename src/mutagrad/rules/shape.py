@@ -51,14 +51,14 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
         if not isinstance(a, WrappedValue):
             return numpy_function(a, *unwrap(args), **unwrap(kwargs))
         args, kwargs = unwrap(args), unwrap(kwargs)
-        result = numpy_function(a._data, *args, **kwargs)
-        if result is a._data:
+        result = numpy_function(a._raw, *args, **kwargs)
+        if result is a._raw:
             return a
-        if _is_view_of(result, a._data):
+        if _is_view_of(result, a._raw):
             return make_view(a, result)
         if copy_rule is not None:
             return apply(copy_rule, (a, *args), kwargs or None)
-        if np.ndim(a._data) == 0:
+        if np.ndim(a._raw) == 0:
             return apply(scalar_rule, (a, *args), kwargs or None)
         if np.size(result) == 0:
             # An empty view (np.diagonal(x, offset) past the corner) shares no
@@ -118,8 +118,8 @@ _ravel = _view_function(np.ravel, "ravel", _ravel_back)
 @implements(np.ravel)
 def ravel(a, order="C"):
     if order in ("K", "k") and isinstance(a, WrappedArray):
-        flat = np.ravel(a._data, order="K")
-        if not _is_view_of(flat, a._data):
+        flat = np.ravel(a._raw, order="K")
+        if not _is_view_of(flat, a._raw):
             # numpy copied in memory order, which no reshape order can invert.
             # A copy with the same layout (np.copy's order "K") ravels to a view
             # in that same order, so the gradient flows through copy + view.
@@ -160,13 +160,13 @@ def atleast_3d(*arrays):
 def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     """``x.view()``: a view of the same memory; a dtype change carries no derivative."""
     if dtype is None or np.dtype(dtype) == x.dtype:
-        return make_view(x, x._data.view())
+        return make_view(x, x._raw.view())
     if is_active(x):
         raise NotDifferentiableError(
             f"x.view({np.dtype(dtype)}) reinterprets the bits of a traced {x.dtype} array; "
             "that has no derivative.\nFix: use x.astype(...) for a differentiable conversion."
         )
-    v = make_view(x, x._data.view(dtype))
+    v = make_view(x, x._raw.view(dtype))
     v._flags |= DETACHED
     return v
 
@@ -194,7 +194,7 @@ def astype(x: WrappedArray, dtype: Any, order="K", casting="unsafe", copy=True) 
         return x
     if dtype.kind not in "fc":
         # Integers and bools carry no derivative (NoTangent).
-        return wrap_constant(x._data.astype(dtype, order=order, casting=casting))
+        return wrap_constant(x._raw.astype(dtype, order=order, casting=casting))
     return apply(ASTYPE, (x, dtype), {"order": order, "casting": casting})
 
 

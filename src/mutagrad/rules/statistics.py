@@ -65,7 +65,7 @@ def _order_statistic(name, a, result, axis, position):
 
     ``position(n)`` is the statistic of ``0, 1, ..., n - 1`` (one value per ``q``).
     """
-    data = a._data
+    data = a._raw
     kept, _, n, _, in_order = _groups_in_order(data, axis)
     if n == 0 or data.dtype.kind not in "fc":
         return wrap_constant(result)
@@ -105,7 +105,7 @@ _NAN_RULES = {
 
 def _nan_order_statistic(name, a, result, axis, position):
     """As :func:`_order_statistic`, over each group's non-NaN elements only."""
-    data = a._data
+    data = a._raw
     # The stable sort puts NaNs last: a group's m non-NaN elements come first, in order.
     kept, kept_shape, n, values, in_order = _groups_in_order(data, axis)
     if n == 0 or data.dtype.kind not in "fc":

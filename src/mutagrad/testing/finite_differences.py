@@ -31,7 +31,7 @@ _NOT_A_NUMBER_ERRORS = (TypeError, IndexError, ValueError)
 def fresh_copy(x: Any) -> Any:
     """A private copy of an argument (plain data for a WrappedArray): functions may mutate it."""
     if isinstance(x, WrappedValue):
-        x = x._data
+        x = x._raw
     if isinstance(x, np.ndarray):
         # With the argument's very strides: whether reshape or ravel copies
         # depends on them, and with it what a function that writes computes.
@@ -48,7 +48,7 @@ def scalar_value(value: Any) -> float:
     if isinstance(value, tuple):
         value = value[0]
     if isinstance(value, WrappedValue):
-        value = value._data
+        value = value._raw
     return float(value)
 
 
@@ -58,7 +58,7 @@ def is_numeric(x: Any) -> bool:
         return False
     if isinstance(x, (float, int, np.floating, np.integer)):
         return True
-    data = x._data if isinstance(x, WrappedValue) else x
+    data = x._raw if isinstance(x, WrappedValue) else x
     return isinstance(data, np.ndarray) and data.dtype.kind in "fiu"
 
 

@@ -526,8 +526,9 @@ class _Renderer:
         elif setup == "float32 argument":
             arguments = ["a0.astype(np.float32)"]
         elif setup == "mask argument":
-            params, sources = ["x", "m"], [0, None]
-            arguments = ["a0", self._mask_literal(shape, self.blueprint.values[1])]
+            # A boolean argument has no derivative, and a gradient call refuses it
+            # positionally: the mask comes as a keyword (its default), as users pass it.
+            params, sources = ["x", f"m={self._mask_literal(shape, self.blueprint.values[1])}"], [0]
         elif setup == "index argument":
             params, sources = ["x", "k"], [0, None]
             picks = [self.blueprint.values[k] % shape[0] for k in range(3)]
@@ -548,6 +549,8 @@ class _Renderer:
             value = eval(argument, {"np": np, "a0": probe[0], "a1": probe[-1]})
             dtype = "f4" if value.dtype == np.float32 else "f8"
             self.vars.append(_Var(name, value.shape, dtype, argument_memory=True))
+        if setup == "mask argument":
+            self.vars.append(_Var("m", shape, "b1", role="mask"))
         if setup == "views made outside f":
             views = ["a0[:]", "a0[::2]", "a0.T", "a0.reshape(-1)", "a0[1:]", "a0[::-1]"]
             for k in range(1 + self.blueprint.values[2] % 2):

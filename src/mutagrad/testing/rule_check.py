@@ -185,7 +185,7 @@ def _outputs(result: Any) -> list[Any]:
 
 
 def _raw(value: Any) -> Any:
-    return value._data if isinstance(value, WrappedValue) else value
+    return value._raw if isinstance(value, WrappedValue) else value
 
 
 def _is_float(value: Any) -> bool:
@@ -420,7 +420,7 @@ class _RuleChecker:
                 if not isinstance(arg, WrappedArray):
                     continue
                 arg_base = arg._base if arg._base is not None else arg
-                if out_base is not arg_base and np.shares_memory(out._data, arg._data):
+                if out_base is not arg_base and np.shares_memory(out._raw, arg._raw):
                     forward.aliases.append((j, k))
         return forward
 
@@ -434,8 +434,8 @@ class _RuleChecker:
         if what == "output":
             written = False
             for out in _outputs(result):
-                if isinstance(out, WrappedArray) and out._data.flags.writeable:
-                    out[...] = _overwritten(np.array(out._data))
+                if isinstance(out, WrappedArray) and out._raw.flags.writeable:
+                    out[...] = _overwritten(np.array(out._raw))
                     written = True
             return written
         # A second call, with other values, of fn through its rule.
