@@ -362,6 +362,41 @@ CASES = [
 ]
 
 
+try:  # SciPy's rule modules, where SciPy is installed (an optional extra)
+    import scipy.special as special
+
+    from mutagrad.scipy import linalg as scipy_linalg
+    from mutagrad.scipy import signal as scipy_signal
+    from mutagrad.scipy import stats as scipy_stats
+except ImportError:
+    special = None
+else:
+    CASES += [
+        (
+            "scipy_special",
+            "gammaln expit erf jv",
+            lambda x: quadratic(special.gammaln(x + 1) * special.expit(x) + special.erf(x)
+                                + special.jv(1, x)),
+            (X,),
+        ),
+        (
+            "scipy_stats",
+            "norm.logpdf t.cdf",
+            lambda x, y: quadratic(scipy_stats.norm.logpdf(x, y, 1.5)
+                                   + scipy_stats.t.cdf(x, 3.0, y)),
+            (X, Y),
+        ),
+        (
+            "scipy_linalg",
+            "solve cholesky expm",
+            lambda a: quadratic(scipy_linalg.solve(a, VECTOR[:3]) + scipy_linalg.expm(a / 4)
+                                + scipy_linalg.cholesky(a @ a.T)),
+            (SQUARE,),
+        ),
+        ("scipy_signal", "convolve", lambda x, y: quadratic(scipy_signal.convolve(x, y)), (X, Y)),
+    ]
+
+
 @pytest.mark.parametrize(
     ("module", "name", "function", "args"), CASES, ids=[f"{m}: {n}" for m, n, _, _ in CASES]
 )
@@ -370,6 +405,10 @@ def test_second_order(module, name, function, args):
 
 
 def test_every_rule_module_has_a_case():
-    modules = {m.name for m in pkgutil.iter_modules(mutagrad.rules.__path__)} - {"registry"}
+    # registry, first_use (the loader of SciPy's rules) and scipy_support register no rules.
+    modules = {m.name for m in pkgutil.iter_modules(mutagrad.rules.__path__)} - {
+        "registry", "first_use", "scipy_support"}  # fmt: skip
+    if special is None:
+        modules = {m for m in modules if not m.startswith("scipy")}
     missing = modules - {m for m, *_ in CASES}
     assert not missing, f"rule modules without a second-order case: {sorted(missing)}"

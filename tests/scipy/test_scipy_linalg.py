@@ -125,3 +125,16 @@ def test_svd():
 
     check_gradient(loss, A, order=2)
     check_gradient(lambda b: np.sum(linalg.svd(b, full_matrices=False)[0] * B) ** 2, B)
+
+
+def test_float32_is_kept_and_differentiated():
+    single = SPD.astype(np.float32)
+    tolerances = {"atol": 2e-2, "rtol": 2e-2, "eps": 1e-3}
+    b = B.astype(np.float32)
+    cases = [(linalg.solve, (single, b)), (linalg.inv, (single,)), (linalg.cholesky, (single,)),
+             (linalg.expm, (single / 8,)), (linalg.solve_triangular, (np.tril(single), b))]
+    for fn, args in cases:
+        want = getattr(scipy_linalg, fn.__name__)(*args)
+        assert want.dtype == np.float32
+        assert_scipy_value(fn, want, *args)
+        check_rule(fn, *args, **tolerances)

@@ -64,3 +64,11 @@ def test_autograds_generalized_convolve():
             a, b, axes=([1], [1]), dot_axes=([0], [0]), mode=m) ** 2), a, b, order=2)  # fmt: skip
     outer = signal.convolve(a, b[0], axes=([1], [0]), mode="full")
     np.testing.assert_allclose(outer[2, 1], scipy_signal.convolve(a[2], b[0, :, 1]))
+
+
+def test_float32():
+    a, b = RNG.standard_normal((4, 3)).astype(np.float32), RNG.standard_normal((2, 2))
+    b = b.astype(np.float32)
+    got = mutagrad.withgradient(lambda a: (0.0, signal.convolve(a, b)), a).val[1]
+    np.testing.assert_array_equal(got, scipy_signal.convolve(a, b), strict=True)
+    check_rule(signal.convolve, a, b, atol=2e-2, rtol=2e-2, eps=1e-3)
