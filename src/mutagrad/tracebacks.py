@@ -68,8 +68,10 @@ def api_boundary(fn: Function) -> Function:
         try:
             return fn(*args, **kwargs)
         except MutagradError as error:
-            # The same error object: its cause and context stay as they were.
-            raise for_the_user(error, sys._getframe(1))  # noqa: B904
+            # The same error object, its traceback filtered in place; a bare raise adds no
+            # entry for this frame (`raise error` would show it above the user's line).
+            for_the_user(error, sys._getframe(1))
+            raise
 
     return entry_point  # type: ignore[return-value]
 
