@@ -734,6 +734,72 @@ def rrule_pullback_with_too_many_cotangents():
 
 
 @trigger
+def defvjp_of_neither_form():
+    @mutagrad.primitive
+    def double(v):
+        return 2.0 * v
+
+    mutagrad.defvjp(double, lambda g: 2.0 * g)  # mutagrad's takes (g, ans, v), autograd's (ans, v)
+
+
+@trigger
+def vjp_that_raises():
+    @mutagrad.primitive
+    def double(v):
+        return 2.0 * v
+
+    mutagrad.defvjp(double, lambda g, ans, v: 2.0 * g * undefined_scale)  # noqa: F821
+    mutagrad.gradient(lambda x: np.sum(double(x)), X)
+
+
+@trigger
+def vjp_returning_a_function():
+    @mutagrad.primitive
+    def scaled(v, k=2.0):
+        return k * v
+
+    # autograd's form with an optional argument: mutagrad's call fits it too
+    mutagrad.defvjp(scaled, lambda ans, v, k=2.0: lambda g: k * g)
+    mutagrad.gradient(lambda x: np.sum(scaled(x)), X)
+
+
+@trigger
+def vjp_cotangent_of_the_wrong_shape():
+    @mutagrad.primitive
+    def square(v):
+        return v * v
+
+    mutagrad.defvjp(square, lambda g, ans, v: np.sum(2.0 * v * g))
+    mutagrad.gradient(lambda x: np.sum(square(x)), X)
+
+
+@trigger
+def rrule_that_raises():
+    @mutagrad.primitive
+    def double(v):
+        return 2.0 * v
+
+    @mutagrad.rrule(double)
+    def double_rule(v):
+        return 2.0 * v, lambda dy: (2.0 * dy * undefined_scale,)  # noqa: F821
+
+    mutagrad.gradient(lambda x: np.sum(double(x)), X)
+
+
+@trigger
+def rrule_whose_forward_pass_raises():
+    @mutagrad.primitive
+    def double(v):
+        return 2.0 * v
+
+    @mutagrad.rrule(double)
+    def double_rule(v):
+        return 2.0 * v.undefined_attribute, lambda dy: (2.0 * dy,)
+
+    mutagrad.gradient(lambda x: np.sum(double(x)), X)
+
+
+@trigger
 def rule_writing_its_argument():
     @mutagrad.primitive
     def normalise(v):

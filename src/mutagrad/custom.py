@@ -6,13 +6,23 @@ Two ways to give a function a derivative:
   product per argument, ``vjp_i(g, ans, *args, **kwargs)``, and what each one
   reads. The engine owns the saved values: it checks them for poisoning, and
   snapshot mode can copy them. Written with numpy, such vjps are themselves
-  differentiable, so higher derivatives work.
+  differentiable, so higher derivatives work. HIPS autograd's form of the
+  same name, ``defvjp(fn, lambda ans, x: lambda g: ...)`` (a function of the
+  output and the arguments that makes the vjp of ``g``), is recognised by how
+  many positional arguments each function takes beside ``fn``'s, and
+  accepted; a function that fits neither form is refused when it is
+  registered.
 * ``@mutagrad.rrule(fn)`` – ChainRules' form: ``rule(*args) -> (y, pullback)``
   with ``pullback(dy)`` returning one cotangent per positional argument. The
   rule receives the arguments unwrapped, so it may call ``fn`` itself. Since
   its closure may hold any of them, the engine treats every array argument
   and the output as saved (a later overlapping write poisons them) and cannot
   snapshot them.
+
+Every error a user's rule raises while mutagrad runs it (a vjp or pullback
+that fails, returns a function, a cotangent of the wrong shape, or the wrong
+number of them) is a MutagradError that names the rule and the line that
+registered it, with the rule's own error as its cause.
 
 Rules take effect on the next call, including for functions differentiated
 before (no restart, unlike Zygote #718). ``@mutagrad.primitive`` marks a
@@ -46,7 +56,7 @@ from mutagrad.core.engine import (
     capture,
 )
 from mutagrad.core.record import owned_value, push
-from mutagrad.core.sites import format_site, user_site
+from mutagrad.core.sites import Site, format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.core.wrapped import (
     FUNCTION_RULES,
@@ -134,6 +144,117 @@ def _register(fn: Any, rule: Rule) -> None:
         FUNCTION_RULES[fn] = lambda *args, **kwargs: apply(rule, args, kwargs or None)
 
 
+def _positional_range(function: Any) -> tuple[int, float] | None:
+    """How many positional arguments ``function`` takes, (fewest, most); None if unknown."""
+    if isinstance(function, np.ufunc):
+        return function.nin, function.nin
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in parameters if p.kind in kinds]
+    required = sum(p.default is inspect.Parameter.empty for p in positional)
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    return required, float("inf") if variadic else len(positional)
+
+
+def _takes(function: Any, low: float, high: float) -> bool | None:
+    """Whether ``function`` can be called with some number of positional arguments in
+    [low, high]; None when its signature cannot be read."""
+    accepted = _positional_range(function)
+    if accepted is None:
+        return None
+    return max(accepted[0], low) <= min(accepted[1], high)
+
+
+def _registered_at(site: Site | None) -> str:
+    return f"registered at\n{format_site(site)}"
+
+
+def _vjp_in_our_form(
+    vjp: Callable[..., Any], i: int, name: str, arguments: tuple[int, float]
+) -> Callable[..., Any]:
+    """``vjp`` as ``vjp(g, ans, *args, **kwargs)``: as it is, or adapted from autograd's form."""
+    low, high = arguments
+    if _takes(vjp, low + 2, high + 2) is not False:
+        return vjp
+    if _takes(vjp, low + 1, high + 1):  # autograd's: vjp(ans, *args) returns the vjp of g
+
+        def from_autograd(g: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+            return vjp(ans, *args, **kwargs)(g)
+
+        from_autograd.__name__ = getattr(vjp, "__name__", "vjp")
+        return from_autograd
+    takes = _positional_range(vjp)
+    assert takes is not None
+
+    def count(fewest: float, most: float) -> str:
+        return f"{fewest:g}" if fewest == most else f"{fewest:g} to {most:g}"
+
+    raise MutagradError(
+        f"defvjp({name}, ...): vjp {i} takes {count(*takes)} positional argument(s), which fits "
+        f"neither form: for {name}, of {count(low, high)} argument(s), mutagrad's "
+        f"vjp(g, ans, *args) takes {count(low + 2, high + 2)}, autograd's (ans, *args) "
+        f"{count(low + 1, high + 1)}.\n"
+        f"Fix: write it as mutagrad's vjp(g, ans, *args) (g: the output's cotangent, ans: the "
+        f"output, then {name}'s arguments), returning argument {i}'s cotangent; or as "
+        "autograd's form, a function of (ans, *args) returning the function of g."
+    )
+
+
+def _checked_vjp(vjp: Callable[..., Any], i: int, name: str, site: Site | None) -> Any:
+    """``vjp`` whose failures, and cotangents that cannot be argument ``i``'s, raise a
+    MutagradError naming the rule and the line that registered it."""
+
+    def checked(g: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            cotangent = vjp(g, ans, *args, **kwargs)
+        except MutagradError:
+            raise
+        except Exception as error:
+            raise MutagradError(
+                f"the vjp for argument {i} of {name}, {_registered_at(site)}\n"
+                f"raised {type(error).__name__}: {error}\n"
+                f"Fix: correct that vjp; it is called as vjp(g, ans, *args): g the cotangent "
+                f"of {name}'s output, ans the output, then {name}'s arguments (those the rule "
+                "does not read, by its reads=, come with their shape and dtype only)."
+            ) from error
+        if i < len(args):
+            _check_cotangent(cotangent, args[i], f"the vjp for argument {i} of {name}", site)
+        return cotangent
+
+    checked.__name__ = getattr(vjp, "__name__", "vjp")
+    return checked
+
+
+def _check_cotangent(cotangent: Any, argument: Any, what: str, site: Site | None) -> None:
+    """Refuse a cotangent that cannot be ``argument``'s: a function, or the wrong shape."""
+    if callable(cotangent) and not isinstance(cotangent, (np.ndarray, np.generic, WrappedValue)):
+        raise MutagradError(
+            f"{what}, {_registered_at(site)}\nreturned a function, not a cotangent: the form of "
+            "HIPS autograd's defvjp, lambda ans, *args: lambda g: ..., given where mutagrad's "
+            "vjp(g, ans, *args) was expected (the two cannot be told apart when the function "
+            "has optional arguments).\nFix: write it as lambda g, ans, *args: ... returning "
+            "the cotangent."
+        )
+    if not isinstance(cotangent, (np.ndarray, np.generic, WrappedValue, float, int)):
+        return  # None, NoTangent, a structural zero, a tuple argument's tuple: no shape here
+    # The argument: an array, a Meta (shape only) or a number; for a pullback, the input's node.
+    want = tuple(argument.shape) if hasattr(argument, "shape") else np.shape(argument)
+    have = np.shape(cotangent)
+    try:
+        fits = np.broadcast_shapes(want, have) == have  # summed over broadcast axes
+    except ValueError:
+        fits = False
+    if not fits:
+        raise MutagradError(
+            f"{what}, {_registered_at(site)}\nreturned a cotangent of shape {have} for an "
+            f"argument of shape {want}.\nFix: return an array of the argument's shape "
+            f"{want} (or one that broadcasts from it, which mutagrad sums back)."
+        )
+
+
 @api_boundary
 def defvjp(
     fn: Any,
@@ -144,24 +265,51 @@ def defvjp(
 
     ``reads[i]`` lists what ``vjps[i]`` looks at: argument positions and/or
     ``mutagrad.ANS`` (the output). Omitted, every vjp is assumed to read all
-    arguments and the output.
+    arguments and the output. autograd's form, ``vjps[i](ans, *args, **kwargs)``
+    returning the function of ``g``, is accepted too; a vjp that takes a number of
+    positional arguments that fits neither is refused here.
     """
     _check_registrable(fn)
+    site = user_site()
     if reads is None:
         reads = tuple((*range(len(vjps)), ANS) for _ in vjps)
     name = getattr(fn, "__name__", repr(fn))
-    _register(fn, VjpRule(name, _raw_function(fn), tuple(vjps), reads, trusted=False))
+    low, high = _positional_range(_raw_function(fn)) or (len(vjps), len(vjps))
+    if high == float("inf"):  # fn(*args): a vjp for each argument it is given
+        low = max(low, len(vjps))
+    checked = tuple(
+        None
+        if vjp is None
+        else _checked_vjp(_vjp_in_our_form(vjp, i, name, (low, high)), i, name, site)
+        for i, vjp in enumerate(vjps)
+    )
+    _register(fn, VjpRule(name, _raw_function(fn), checked, reads, trusted=False))
 
 
 class ClosureRule(Rule):
-    """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``."""
+    """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``, registered at ``site``."""
 
-    __slots__ = ("function", "rule")
+    __slots__ = ("function", "rule", "site")
 
-    def __init__(self, name: str, function: Callable[..., Any], rule: Callable[..., Any]):
+    def __init__(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        rule: Callable[..., Any],
+        site: Site | None = None,
+    ):
         super().__init__(name)
         self.function = function
         self.rule = rule
+        self.site = site
+
+    def _failed(self, part: str, error: Exception) -> MutagradError:
+        return MutagradError(
+            f"the {part} of the rrule for {self.name}, {_registered_at(self.site)}\n"
+            f"raised {type(error).__name__}: {error}\n"
+            f"Fix: correct the rule; rule(*args) returns (y, pullback), and pullback(dy) one "
+            "cotangent per positional argument."
+        )
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
         kwargs = kwargs or {}
@@ -178,9 +326,14 @@ class ClosureRule(Rule):
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
-        with refusing_writes_by(self.name):
-            # The pullback closure may keep keyword arrays: it gets copies of them.
-            y, back = self.rule(*guarded, **owned_value(kwargs))
+        try:
+            with refusing_writes_by(self.name):
+                # The pullback closure may keep keyword arrays: it gets copies of them.
+                y, back = self.rule(*guarded, **owned_value(kwargs))
+        except MutagradError:  # a write into an argument among them
+            raise
+        except Exception as error:
+            raise self._failed("forward pass", error) from error
         y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
@@ -220,7 +373,12 @@ class ClosureRule(Rule):
                 "with numpy are differentiable."
             )
         assert node.aux is not None
-        cots = node.aux["pullback"](g)
+        try:
+            cots = node.aux["pullback"](g)
+        except MutagradError:
+            raise
+        except Exception as error:
+            raise self._failed("pullback", error) from error
         if not isinstance(cots, tuple):
             cots = (cots,)
         groups = node.aux["groups"]
@@ -230,14 +388,17 @@ class ClosureRule(Rule):
         flat = _flat_cotangents(cots, groups) if len(cots) == n else None
         if flat is None:
             raise MutagradError(
-                f"the pullback of the rrule for {self.name} returned {len(cots)} cotangents "
-                f"for {n} arguments, called at\n{format_site(node.site)}\n"
+                f"the pullback of the rrule for {self.name}, {_registered_at(self.site)}\n"
+                f"returned {len(cots)} cotangents for {n} arguments, called at\n"
+                f"{format_site(node.site)}\n"
                 "Fix: return one cotangent per positional argument (mutagrad.NoTangent() for "
                 "one without a derivative; for a tuple argument, a tuple with one per element), "
                 "optionally after a leading NoTangent() for the function itself."
             )
-        for inp, c in zip(node.inputs, flat):
+        for i, (inp, c) in enumerate(zip(node.inputs, flat)):
             if inp is not None and inp.tag & bk.bit and not isinstance(c, NoTangent):
+                what = f"the pullback of the rrule for {self.name}, for its input {i}"
+                _check_cotangent(c, inp, what, self.site)
                 bk.accumulate(inp, c)
 
 
@@ -281,10 +442,11 @@ def _flat_cotangents(cots: tuple[Any, ...], groups: list[int | None]) -> tuple[A
 def rrule(fn: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``rule(*args) -> (y, pullback)`` for ``fn`` (a primitive or numpy function)."""
     _check_registrable(fn)
+    site = user_site()
 
     def register(rule_fn: Callable[..., Any]) -> Callable[..., Any]:
         name = getattr(fn, "__name__", repr(fn))
-        _register(fn, ClosureRule(name, _raw_function(fn), rule_fn))
+        _register(fn, ClosureRule(name, _raw_function(fn), rule_fn, site))
         return rule_fn
 
     return register

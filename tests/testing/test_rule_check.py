@@ -304,7 +304,7 @@ def test_catches_a_cotangent_of_the_wrong_shape():
         return np.sum(x * x), lambda dy: (2 * dy,)  # a scalar, not 2 * x * dy
 
     report = report_of(total, X)
-    assert "cannot be unbroadcast" in report and "shape" in report
+    assert "returned a cotangent of shape () for an argument of shape (3,)" in report
 
 
 def test_catches_a_vjp_reading_an_argument_it_does_not_declare():
