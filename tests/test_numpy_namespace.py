@@ -251,18 +251,70 @@ def test_functions_work_on_plain_values_as_numpy():
     np.testing.assert_array_equal(mnp.add.outer([1, 2], [3, 4]), np.add.outer([1, 2], [3, 4]))
     assert mnp.add.nin == 2 and mnp.ufunc is np.ufunc and mnp.pi == np.pi
     a = mnp.array([[1, 2]], ndmin=3, dtype=np.float32)
-    assert isinstance(a, mutagrad.WrappedArray) and a.shape == (1, 1, 2) and a.dtype == np.float32
+    assert type(a) is np.ndarray and a.shape == (1, 1, 2) and a.dtype == np.float32
     assert mnp.array(mnp.ones(2)[0]).shape == ()
 
 
-def test_array_copies_raw_data_and_respects_order():
+def test_outside_a_call_every_result_is_numpys_own_type():
+    """``import mutagrad.numpy as np`` for a whole script: what it gives outside a gradient
+    call is what numpy gives, down to the type (json, isinstance and libraries see numpy)."""
+    import json
+
+    a = mnp.array([1.0, 2.0, 3.0])
+    total = mnp.sum(a * a) - 1.0
+    assert type(total) is np.float64 and total == 13.0
+    assert json.dumps([float(total), a.tolist()]) == "[13.0, [1.0, 2.0, 3.0]]"
+    made = {
+        "array": a, "asarray": mnp.asarray([1.0]), "zeros": mnp.zeros(2), "ones": mnp.ones(2),
+        "empty": mnp.empty(2), "full": mnp.full(2, 3.0), "arange": mnp.arange(3.0),
+        "linspace": mnp.linspace(0.0, 1.0, 3), "logspace": mnp.logspace(0.0, 1.0, 3),
+        "eye": mnp.eye(2), "identity": mnp.identity(2), "zeros_like": mnp.zeros_like(a),
+        "ones_like": mnp.ones_like(a), "empty_like": mnp.empty_like(a),
+        "full_like": mnp.full_like(a, 2.0), "ascontiguousarray": mnp.ascontiguousarray(a),
+        "asfortranarray": mnp.asfortranarray(a), "r_": mnp.r_[a, 4.0], "c_": mnp.c_[a, a],
+        "make_diagonal": mnp.make_diagonal(a, axis1=-1, axis2=-2), "kaiser": mnp.kaiser(4, 2.0),
+        "vectorize": mnp.vectorize(lambda v: v + 1)(a), "linalg.inv": mnp.linalg.inv(mnp.eye(2)),
+        "sin": mnp.sin(a), "mean of a list": mnp.mean([a, a], axis=0),
+    }  # fmt: skip
+    assert {name: type(value) for name, value in made.items()} == dict.fromkeys(made, np.ndarray)
+    assert mnp.asarray(a) is a  # numpy's asarray: the same array, no copy
+    assert type(mnp.float64(2.0)) is np.float64 and type(a[0]) is np.float64
+
+
+def test_a_buffer_made_outside_a_call_is_a_plain_array_and_mutagrad_array_tracks_one():
+    """A module-level scratch array from mnp.zeros is numpy's, so a traced write into it is
+    refused with the fixes; mutagrad.array(np.zeros(n)) makes one that takes traced values."""
+    scratch = mnp.zeros(2)
+
+    def into_raw(x):
+        scratch[0] = x[0]
+        return np.sum(scratch)
+
+    with pytest.raises(mutagrad.TracerConversionError, match=r"like=x"):
+        mutagrad.grad(into_raw)(np.ones(2))
+    tracked = mutagrad.array(np.zeros(2))
+
+    def into_tracked(x):
+        tracked[0] = x[0] * 3.0
+        return np.sum(tracked)
+
+    np.testing.assert_array_equal(mutagrad.grad(into_tracked)(np.ones(2)), [3.0, 0.0])
+
+
+def test_array_copies_raw_data_and_respects_order_in_a_call():
     raw = np.arange(6.0).reshape(2, 3)
-    a = mnp.array(raw, copy=False)
-    assert not np.shares_memory(mutagrad.ignore_derivatives(a), raw)
-    assert mnp.array(raw, order="F").flags["F_CONTIGUOUS"]
-    assert mnp.ascontiguousarray(mnp.asarray(raw).T).flags["C_CONTIGUOUS"]
-    w = mnp.asarray(raw)
-    assert mnp.asarray(w) is w and mnp.array(w, copy=False) is w and mnp.array(w) is not w
+
+    def f(x):
+        a = mnp.array(raw, copy=False)
+        assert isinstance(a, mutagrad.WrappedArray)
+        assert not np.shares_memory(mutagrad.ignore_derivatives(a), raw)
+        assert mnp.array(raw, order="F").flags["F_CONTIGUOUS"]
+        assert mnp.ascontiguousarray(mnp.asarray(raw).T).flags["C_CONTIGUOUS"]
+        w = mnp.asarray(raw)
+        assert mnp.asarray(w) is w and mnp.array(w, copy=False) is w and mnp.array(w) is not w
+        return np.sum(x * w)
+
+    np.testing.assert_array_equal(mutagrad.grad(f)(np.ones((2, 3))), raw)
 
 
 def test_integer_types_cast_without_gradient_and_stay_numpy_types():
@@ -344,8 +396,7 @@ def test_make_diagonal_is_autograds():
     out = mnp.make_diagonal(d, axis1=-1, axis2=-2)
     expected = np.zeros((2, 3, 3))
     expected[:, [0, 1, 2], [0, 1, 2]] = d
-    np.testing.assert_array_equal(out, expected, strict=False)
-    assert isinstance(out, mutagrad.WrappedArray)
+    np.testing.assert_array_equal(out, expected, strict=True)  # outside a call: numpy's type
     w = np.arange(18.0).reshape(2, 3, 3)
     grad = mutagrad.grad(lambda x: np.sum(mnp.make_diagonal(x, axis1=-1, axis2=-2) * w))(d)
     np.testing.assert_array_equal(grad, w[:, [0, 1, 2], [0, 1, 2]])

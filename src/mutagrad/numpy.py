@@ -5,8 +5,9 @@ with one among the arguments to mutagrad). What it cannot see are traced
 values *inside* Python lists and tuples, nor allocations without an array
 argument. This namespace adds both:
 
-* constructors return WrappedArrays, which can hold traced values written
-  into them: ``zeros``, ``ones``, ``empty``, ``full``, ``arange``, ``eye``...;
+* inside a gradient call, constructors return WrappedArrays, which can hold
+  traced values written into them: ``zeros``, ``ones``, ``empty``, ``full``,
+  ``arange``, ``eye``...;
 * ``array``/``asarray`` (with numpy's ``dtype``, ``copy``, ``order`` and
   ``ndmin``) stack nested lists and tuples of traced values on the tape, and
   ``r_``/``c_`` concatenate them as numpy's index tricks do;
@@ -21,6 +22,14 @@ argument. This namespace adds both:
   types cast it keeping its gradient.
 
 Names not listed here are numpy's own objects.
+
+Outside a gradient call, given no WrappedValue, every function returns what
+numpy returns, ndarrays and numpy scalars of numpy's own types (as
+``autograd.numpy`` does outside ``grad``), so ``import mutagrad.numpy as np``
+is a drop-in for a whole script: ``json.dumps(float(...))``,
+``isinstance(a, np.ndarray)`` and every library that checks types see numpy.
+A buffer that lives across gradient calls and is written with traced values
+(a module-level scratch array) is made with ``mutagrad.array(np.zeros(n))``.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import Any
 
 import numpy as _np
 
+from mutagrad.core.engine import STATE as _STATE
 from mutagrad.core.wrapped import WrappedArray as _WrappedArray
 from mutagrad.core.wrapped import WrappedValue as _WrappedValue
 from mutagrad.core.wrapped import holds_wrapped as _holds_wrapped
@@ -45,8 +55,16 @@ _SEQUENCES = (list, tuple)
 # Constructors that return WrappedArrays.
 
 
+def _untraced(*values: Any) -> bool:
+    """No gradient call runs and no WrappedValue is among ``values``: numpy's result is the
+    answer (a WrappedArray made here would outlive the call as a version-tracked constant)."""
+    return _STATE.get() is None and not _holds_wrapped(values)
+
+
 def _constructor(numpy_function: Any) -> Any:
-    def make(*args: Any, **kwargs: Any) -> _WrappedArray:
+    def make(*args: Any, **kwargs: Any) -> Any:
+        if _untraced(args, tuple(kwargs.values())):
+            return numpy_function(*args, **kwargs)
         if type(numpy_function) is _DISPATCHED_FUNCTION:  # traced endpoints of linspace...
             result = _call_stacking(numpy_function, args, kwargs)
         else:
@@ -54,7 +72,9 @@ def _constructor(numpy_function: Any) -> Any:
         return result if isinstance(result, _WrappedValue) else _WrappedArray(result)
 
     make.__name__ = make.__qualname__ = numpy_function.__name__
-    make.__doc__ = f"``np.{numpy_function.__name__}`` returning a WrappedArray."
+    make.__doc__ = (
+        f"``np.{numpy_function.__name__}``, returning a WrappedArray inside a gradient call."
+    )
     return make
 
 
@@ -81,8 +101,10 @@ def _prototype(a: Any) -> Any:
     return _np.asarray(_unwrap(a)) if _traced_sequence(a) else a
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> _WrappedArray:
-    """``np.full`` returning a WrappedArray; a traced ``fill_value`` keeps its gradient."""
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> Any:
+    """``np.full`` (a WrappedArray in a call); a traced ``fill_value`` keeps its gradient."""
+    if _untraced(fill_value):
+        return _np.full(shape, fill_value, dtype=dtype, order=order)
     if _traced_sequence(fill_value):
         fill_value = _stack_sequence(fill_value)
     if isinstance(fill_value, _WrappedValue):
@@ -92,19 +114,27 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> _W
     return _WrappedArray(_np.full(shape, fill_value, dtype=dtype, order=order))
 
 
-def zeros_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
+def zeros_like(a: Any, *args: Any, **kwargs: Any) -> Any:
+    if _untraced(a):
+        return _np.zeros_like(a, *args, **kwargs)
     return _WrappedArray(_np.zeros_like(_prototype(a), *args, **kwargs))
 
 
-def ones_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
+def ones_like(a: Any, *args: Any, **kwargs: Any) -> Any:
+    if _untraced(a):
+        return _np.ones_like(a, *args, **kwargs)
     return _WrappedArray(_np.ones_like(_prototype(a), *args, **kwargs))
 
 
-def empty_like(a: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
+def empty_like(a: Any, *args: Any, **kwargs: Any) -> Any:
+    if _untraced(a):
+        return _np.empty_like(a, *args, **kwargs)
     return _WrappedArray(_np.empty_like(_prototype(a), *args, **kwargs))
 
 
-def full_like(a: Any, fill_value: Any, *args: Any, **kwargs: Any) -> _WrappedArray:
+def full_like(a: Any, fill_value: Any, *args: Any, **kwargs: Any) -> Any:
+    if _untraced(a, fill_value):
+        return _np.full_like(a, fill_value, *args, **kwargs)
     if _traced_sequence(fill_value):
         fill_value = _stack_sequence(fill_value)
     prototype = a if isinstance(a, _WrappedArray) else _WrappedArray(_np.asarray(_prototype(a)))
@@ -143,6 +173,10 @@ def make_diagonal(D: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> An
             "make_diagonal supports offset=0, axis1=-1, axis2=-2 only (as autograd's does)."
         )
     n = _np.shape(D)[-1]
+    if _untraced(D):
+        out = _np.zeros((*_np.shape(D), n))
+        out[..., _np.arange(n), _np.arange(n)] = D
+        return out
     out = _WrappedArray(_np.zeros((*_np.shape(D), n)))
     diagonal = _np.arange(n)
     out[..., diagonal, diagonal] = asarray(D)
@@ -240,16 +274,20 @@ def _with_order(result: Any, order: Any) -> Any:
 
 def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: Any = "K",
           subok: bool = False, ndmin: int = 0, like: Any = None) -> Any:  # fmt: skip
-    """``np.array`` returning a WrappedArray; nested lists and tuples of traced values
-    are stacked on the tape, so ``mnp.array([[a, b], [c, d]])`` keeps every gradient.
+    """``np.array`` returning a WrappedArray in a gradient call; nested lists and tuples of
+    traced values are stacked on the tape, so ``mnp.array([[a, b], [c, d]])`` keeps every
+    gradient. Outside a call, of data holding no WrappedValue, numpy's own ``np.array``.
 
-    A raw array is always copied, even with ``copy=False`` (numpy would share
+    In a call, a raw array is always copied, even with ``copy=False`` (numpy would share
     it): writes to the raw array by name would bypass the WrappedArray's
     version. A WrappedArray with ``copy=False`` or ``None`` is returned as it
     is when it needs no conversion (a view of it with ``ndmin``).
     """
     if not _holds_wrapped(object):
         kwargs = {} if like is None else {"like": like}
+        if _untraced(like):
+            return _np.array(object, dtype=dtype, copy=copy, order=order, subok=subok,
+                             ndmin=ndmin, **kwargs)  # fmt: skip
         return _WrappedArray(_np.array(object, dtype=dtype, copy=True, order=order,
                                        ndmin=ndmin, **kwargs))  # fmt: skip
     if isinstance(object, _WrappedValue):
@@ -270,8 +308,9 @@ def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: An
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
             copy: bool | None = None, like: Any = None) -> Any:  # fmt: skip
-    """``a`` as a WrappedArray: ``a`` itself when it is one (as ``jnp.asarray``), lists
-    of traced values stacked, raw data copied (see :func:`array`)."""
+    """``a`` as a WrappedArray in a gradient call: ``a`` itself when it is one (as
+    ``jnp.asarray``), lists of traced values stacked, raw data copied (see :func:`array`);
+    outside a call, of data holding no WrappedValue, numpy's own ``np.asarray``."""
     if device not in (None, "cpu"):
         raise ValueError(f"device must be 'cpu' or None, not {device!r}")
     return array(a, dtype, copy=copy, order="K" if order is None else order, like=like)

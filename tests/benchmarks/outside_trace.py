@@ -3,7 +3,8 @@
 Not a test (no timing assertion on a shared machine): run it by hand,
 ``python tests/benchmarks/outside_trace.py``, before and after a change to the
 write path or to indexing. It prints the median time of single operations on
-``mnp.zeros`` buffers and on ``np.zeros`` buffers, and the ratio, then the
+WrappedArray buffers (``mutagrad.array(np.zeros(n))``; ``mnp.zeros`` gives numpy's own
+array outside a call) and on ``np.zeros`` buffers, and the ratio, then the
 same for a few small loops (element fill and read, an RNN writing rows,
 vector updates).
 """
@@ -15,7 +16,11 @@ import timeit
 
 import numpy as np
 
-import mutagrad.numpy as mnp
+import mutagrad
+
+
+def _tracked_zeros(n: int):
+    return mutagrad.array(np.zeros(n))
 
 
 def _medians(a, b, number: int, repeat: int = 21) -> tuple[float, float]:
@@ -72,20 +77,20 @@ def vector_loop(zeros, n: int = 50, steps: int = 30) -> float:
 
 
 def main() -> None:
-    mine, theirs = _ops(mnp.zeros), _ops(np.zeros)
-    print(f"{'operation':34} {'mnp.zeros':>11} {'np.zeros':>11} {'ratio':>7}")
+    mine, theirs = _ops(_tracked_zeros), _ops(np.zeros)
+    print(f"{'operation':34} {'wrapped':>11} {'np.zeros':>11} {'ratio':>7}")
     for name, (op, number) in mine.items():
         a, b = _medians(op, theirs[name][0], number)
         print(f"{name:34} {a * 1e6:9.2f}us {b * 1e6:9.3f}us {a / b:6.1f}x")
     print()
-    print(f"{'loop':34} {'mnp.zeros':>11} {'np.zeros':>11} {'ratio':>7}")
+    print(f"{'loop':34} {'wrapped':>11} {'np.zeros':>11} {'ratio':>7}")
     for name, loop, number in (
         ("fill+read 100 elements", fill_read, 100),
         ("RNN, 20 row writes", rnn, 50),
         ("vector loop, 30 steps", vector_loop, 50),
     ):
-        assert loop(mnp.zeros) == loop(np.zeros)
-        a, b = _medians(lambda loop=loop: loop(mnp.zeros), lambda loop=loop: loop(np.zeros),
+        assert loop(_tracked_zeros) == loop(np.zeros)
+        a, b = _medians(lambda loop=loop: loop(_tracked_zeros), lambda loop=loop: loop(np.zeros),
                         number, repeat=11)  # fmt: skip
         print(f"{name:34} {a * 1e6:9.1f}us {b * 1e6:9.1f}us {a / b:6.1f}x")
 
