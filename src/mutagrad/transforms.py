@@ -21,7 +21,14 @@ autograd):
 
 ``jacobian`` and ``hessian`` have both faces: called with only a function
 (``jacobian(f)``, ``hessian(f, argnums=(0, 1))``) they are the transforms
-here; called with arguments (``jacobian(f, x)``) they are Zygote's.
+here; called with arguments (``jacobian(f, x)``) they are Zygote's. Where
+the other convention would have meant something, a failure says so:
+``jacobian(g, 1)`` (JAX's argnums written positionally) differentiates ``g``
+at the point 1, so when calling ``g`` there fails the TypeError names
+``jacobian(g, argnums=1)``, and the tuple (or number) such a call returns
+refuses to be called as a function would (``jacobian(np.sin, 0)(x)``) with
+the same advice; ``grad(f, x)`` with an array for ``argnums`` names
+``grad(f)(x)`` and ``gradient(f, x)``.
 
 Arguments to differentiate may be arrays, numbers, or tuples, lists, dicts
 of them (the derivative mirrors the structure), except for ``hessian``,
@@ -57,7 +64,80 @@ def _positions(argnums: Argnums, caller: str) -> tuple[tuple[int, ...], bool]:
         isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in argnums
     ):
         return tuple(int(i) for i in argnums), False
-    raise TypeError(f"{caller}: argnums must be an int or a tuple of ints, got {argnums!r}")
+    message = f"{caller}: argnums must be an int or a tuple of ints, got {argnums!r}"
+    if isinstance(argnums, (np.ndarray, float, list, WrappedValue)):  # a point, not positions
+        message += (
+            f". {caller}(f, argnums) transforms f, and the result is called with the point: "
+            f"{caller}(f)(x); to differentiate at x at once, as Zygote does, write "
+            "mutagrad.gradient(f, x)"
+        )
+    raise TypeError(message)
+
+
+def _looks_like_argnums(args: tuple[Any, ...]) -> bool:
+    """Every argument an int or a tuple of ints: what JAX's ``argnums`` would be."""
+
+    def position(a: Any) -> bool:
+        return isinstance(a, int) and not isinstance(a, bool)
+
+    return all(
+        position(a) or (isinstance(a, tuple) and bool(a) and all(position(i) for i in a))
+        for a in args
+    )
+
+
+def _as_argnums(args: tuple[Any, ...]) -> str:
+    return repr(args[0]) if len(args) == 1 else repr(args)
+
+
+def _zygote_call_failed(name: str, args: tuple[Any, ...], error: Exception) -> TypeError:
+    """The error of ``name(f, 1)`` when calling ``f`` at 1 failed: JAX's argnums, maybe."""
+    point = ", ".join(repr(a) for a in args)
+    first = (str(error).strip().splitlines() or [""])[0]
+    return TypeError(
+        f"{name}(f, {point}) is Zygote's form: it differentiates f at the point ({point}), and "
+        f"that failed ({type(error).__name__}: {first}). If {point} was meant as the "
+        f"arguments to differentiate (JAX's argnums), write "
+        f"{name}(f, argnums={_as_argnums(args)})(*args)."
+    )
+
+
+class _ComputedAt:
+    """A Zygote-form result computed at ints, which may have been meant as ``argnums``:
+    calling it, as JAX's transform would be called, says so."""
+
+    _name: str
+    _args: tuple[Any, ...]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        point = ", ".join(repr(a) for a in self._args)
+        raise TypeError(
+            f"{self._name}(f, {point}) is Zygote's form: it computed the {self._name} of f at "
+            f"the point ({point}) and returned {self!r}, which cannot be called. For the "
+            f"transform (JAX's "
+            f"convention, {point} as argnums), write "
+            f"{self._name}(f, argnums={_as_argnums(self._args)})(*args)."
+        )
+
+
+class _TupleComputedAt(_ComputedAt, tuple):
+    __slots__ = ()
+
+
+class _NumberComputedAt(_ComputedAt, float):
+    __slots__ = ()
+
+
+def _computed_at(result: Any, name: str, args: tuple[Any, ...]) -> Any:
+    """``result`` as a tuple or float that explains itself when called (:class:`_ComputedAt`)."""
+    if type(result) is tuple:
+        marked: Any = _TupleComputedAt(result)
+    elif type(result) is float:
+        marked = _NumberComputedAt(result)
+    else:
+        return result
+    marked._name, marked._args = name, args
+    return marked
 
 
 def autograd_argnum(argnums: Argnums, argnum: Argnums | None, caller: str) -> Argnums:
@@ -473,7 +553,13 @@ def jacobian(
     """
     if args:
         _refuse_mixed_forms("jacobian", argnums, has_aux)
-        return call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
+        if not _looks_like_argnums(args):
+            return call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
+        try:
+            result = call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
+        except Exception as error:
+            raise _zygote_call_failed("jacobian", args, error) from error
+        return _computed_at(result, "jacobian", args)
     if kwargs:
         raise TypeError(f"jacobian(f) takes no keyword arguments for f: {sorted(kwargs)}")
     return jacrev(f, 0 if argnums is None else argnums, has_aux=has_aux, mode=mode)
@@ -503,7 +589,13 @@ def hessian(
                 f"hessian(f, x) is Zygote's form, for one argument (got {len(args)}); "
                 "for several, use hessian(f, argnums=(0, 1, ...))(*args)"
             )
-        return _zygote_hessian(f, args[0], mode, kwargs, "hessian")
+        if not _looks_like_argnums(args):
+            return _zygote_hessian(f, args[0], mode, kwargs, "hessian")
+        try:
+            result = _zygote_hessian(f, args[0], mode, kwargs, "hessian")
+        except Exception as error:
+            raise _zygote_call_failed("hessian", args, error) from error
+        return _computed_at(result, "hessian", args)
     if kwargs:
         raise TypeError(f"hessian(f) takes no keyword arguments for f: {sorted(kwargs)}")
     return _hessian_transform(f, 0 if argnums is None else argnums, mode)
