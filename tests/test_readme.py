@@ -8,7 +8,8 @@ The documents follow these conventions, which this test enforces:
   with parts left out, said so in the text around it);
 * a comment after a top-level statement is what the statement gives when
   it reads as a Python value (numbers, strings, ``True``, ``False``,
-  ``None``, tuples, lists, dicts, ``array(...)``, ``-`` signs; ``...`` inside
+  ``None``, tuples, lists, dicts, ``array(...)``, numpy scalars as numpy 2
+  prints them, ``np.float64(2.0)``, ``-`` signs; ``...`` inside
   it standing for anything): the statement's value, printed with numpy's
   print precision, must match it, spaces not counting (``print(...)`` is
   matched by what it printed);
@@ -86,8 +87,12 @@ def matches(expected: str, actual: str) -> bool:
 
 
 def render(value: object) -> str:
-    """A value as the documents write it: numpy's precision for every floating-point number."""
-    if isinstance(value, (float, np.floating)):
+    """A value as the documents write it: numpy's precision for every floating-point number,
+    and a numpy scalar as numpy 2 prints it (``np.float64(2.0)``, not ``2.0``)."""
+    if isinstance(value, np.generic) and not isinstance(value, np.ndarray):
+        inside = render(value.item()) if isinstance(value, np.floating) else repr(value.item())
+        return f"np.{type(value).__name__}({inside})"
+    if isinstance(value, float):
         return np.format_float_positional(value, precision=8, unique=True, trim="0")
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         fields = ", ".join(f"{k}={render(v)}" for k, v in zip(value._fields, value))
@@ -110,10 +115,14 @@ def is_value(comment: str) -> bool:
 
 
 def _is_literal_part(node: ast.AST) -> bool:
-    if isinstance(node, ast.Call):
-        return isinstance(node.func, ast.Name) and node.func.id == "array"
-    if isinstance(node, ast.Name):  # array, True/False/None are Constants
-        return node.id == "array"
+    if isinstance(node, ast.Call):  # array(...) or a numpy scalar, np.float64(...)
+        return (isinstance(node.func, ast.Name) and node.func.id == "array") or (
+            isinstance(node.func, ast.Attribute) and _is_literal_part(node.func)
+        )
+    if isinstance(node, ast.Attribute):
+        return isinstance(node.value, ast.Name) and node.value.id == "np"
+    if isinstance(node, ast.Name):  # array, np; True/False/None are Constants
+        return node.id in ("array", "np")
     return isinstance(node, (ast.Constant, ast.Tuple, ast.List, ast.Dict, ast.UnaryOp,
                              ast.USub, ast.Load, ast.keyword))  # fmt: skip
 

@@ -7,12 +7,29 @@ runs it unchanged on every installed peer AD system (JAX, autograd, MyGrad;
 gradient with central finite differences, classifies poison errors as genuine
 or false alarms, measures time, memory and bytes copied, prints the headline
 and a summary table, and writes ``index.html``, ``report.md`` and
-``results.json`` into ``--out`` (default ``./mutagrad-report``). It exits with
-status 1 if a mutagrad value or gradient is wrong or a mutagrad call crashed
-or timed out (except in programs marked with a ``known_issue``, which the
-report still shows in red); 2 if the corpus cannot be loaded, ``--engines``
-names an engine that is unknown or not installed, or a corpus program fails
-on plain numpy. What the peers do never changes the status.
+``results.json`` into ``--out`` (default ``./mutagrad-report``). The output
+directory is checked before any program runs, and the three files are
+written together at the end (each to a temporary file, then renamed), so a
+run that fails or is interrupted leaves the files of the last complete run,
+or none.
+
+Exit status (what the peers do never changes it):
+
+* 0 (:data:`EXIT_OK`): every mutagrad value and gradient was right or refused
+  with a mutagrad error;
+* 1 (:data:`EXIT_WRONG`): a mutagrad value or gradient was wrong, or a
+  mutagrad call crashed or timed out (except in programs marked with a
+  ``known_issue``, which the report still shows in red);
+* 2 (:data:`EXIT_USAGE`): a usage error: an option out of range (argparse's
+  message), a corpus that cannot be loaded or one of whose programs fails on
+  plain numpy, ``--engines`` naming an engine that is unknown or not
+  installed, ``--generated`` without hypothesis;
+* 3 (:data:`EXIT_IO`): the output directory cannot be created or written;
+* 130 (:data:`EXIT_INTERRUPTED`): interrupted (Ctrl-C, SIGINT): the programs
+  not started are cancelled, the workers stopped, one line is printed;
+* 141 (:data:`EXIT_BROKEN_PIPE`): the reader of the output went away
+  (``mutagrad coverage | head``), as for a program ended by SIGPIPE; for
+  ``report``, whose files are written first, the status is the report's.
 
 At scale: ``--generated N`` adds N random mutating programs drawn from
 :func:`mutagrad.testing.strategies.programs` (``--seed S``), ``--no-timing``
@@ -24,7 +41,9 @@ dask.distributed cluster instead (:mod:`mutagrad.report.parallel`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 
@@ -37,6 +56,8 @@ from mutagrad.report import (
     PEERS,
     CorpusError,
     EngineChoiceError,
+    OutputError,
+    check_output,
     default_engines,
     load_corpus,
     parse_engines,
@@ -47,17 +68,31 @@ from mutagrad.report import (
 from mutagrad.report.generated import DEFAULT_SEED, GenerationError
 from mutagrad.report.parallel import SchedulerError, default_jobs
 from mutagrad.report.peers import PEERS_EXTRA_HINT
+from mutagrad.testing import arguments
 
 # A few seconds' worth: about 1,000 programs a second on this project's machines.
 DEFAULT_FUZZ_PROGRAMS = 2000
 
+EXIT_OK = 0
+EXIT_WRONG = 1
+EXIT_USAGE = 2
+EXIT_IO = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
 
 def _use_color(choice: str) -> bool:
+    """``--color``: auto colours a terminal unless NO_COLOR is set (no-color.org)."""
     if choice == "always":
         return True
     if choice == "never":
         return False
-    return sys.stdout.isatty()
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"mutagrad report: {message}", file=sys.stderr)
+    return status
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -65,15 +100,28 @@ def report_command(args: argparse.Namespace) -> int:
         engines = parse_engines(args.engines) if args.engines else default_engines()
         programs = load_corpus(args.corpus)
     except (CorpusError, EngineChoiceError) as error:
-        print(f"mutagrad report: {error}", file=sys.stderr)
-        return 2
+        return _fail(str(error), EXIT_USAGE)
     if args.select:
         programs = tuple(
             p for p in programs if any(s in p.name or s == p.category for s in args.select)
         )
         if not programs and not args.generated:
-            print("mutagrad report: --select matched no program", file=sys.stderr)
-            return 2
+            return _fail("--select matched no program", EXIT_USAGE)
+    created = None
+    if args.out:
+        try:
+            created = check_output(args.out)  # before any work: a bad --out costs nothing
+        except OutputError as error:
+            return _fail(str(error), EXIT_IO)
+    try:
+        return _report(args, programs, engines)
+    finally:
+        if created is not None:  # made for this run, and the run wrote nothing into it
+            with contextlib.suppress(OSError):
+                created.rmdir()
+
+
+def _report(args: argparse.Namespace, programs: Sequence, engines: tuple[str, ...]) -> int:
     try:
         report = run_report(
             programs,
@@ -89,13 +137,16 @@ def report_command(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
         )
     except (SchedulerError, GenerationError) as error:
-        print(f"mutagrad report: {error}", file=sys.stderr)
-        return 2
-    paths = write_report(report, args.out) if args.out else {}
+        return _fail(str(error), EXIT_USAGE)
+    try:
+        paths = write_report(report, args.out) if args.out else {}
+    except OSError as error:
+        return _fail(f"cannot write the report into {args.out}: {error}", EXIT_IO)
     n = len(report.programs)
     count = f"{n} program{'s' if n != 1 else ''}"
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     try:
-        print(render_text(report, color=_use_color(args.color)))
+        print(render_text(report, color=_use_color(args.color), width=width))
         if paths:
             print()
             print("wrote " + ", ".join(str(p) for p in paths.values()))
@@ -104,24 +155,18 @@ def report_command(args: argparse.Namespace) -> int:
         print(f"({count}, {report.seconds:.1f} s)")
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (| head): the files are written
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keep interpreter exit quiet)
+        _silence_stdout()
     if report.unexpected_failures:
-        return 1
-    return 2 if report.program_errors else 0
+        return EXIT_WRONG
+    return EXIT_USAGE if report.program_errors else EXIT_OK
 
 
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
+def _silence_stdout() -> None:
+    """Send what is left of standard output nowhere: the reader is gone, and the interpreter's
+    last flush would fail again with a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--repeats",
-        type=int,
+        type=arguments.positive,
         default=DEFAULT_REPEATS,
         metavar="N",
         help=f"timing samples per program and mode; the median is reported (default: "
@@ -172,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--time-limit",
-        type=float,
+        type=arguments.seconds,
         default=DEFAULT_TIME_LIMIT,
         metavar="SECONDS",
         help="limit for each call (the plain run and finite differences, each mode's "
@@ -181,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--fuzz",
-        type=int,
+        type=arguments.count,
         default=DEFAULT_FUZZ_PROGRAMS,
         metavar="N",
         help="also judge N random mutating programs of the differential fuzzer, whose "
@@ -190,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--generated",
-        type=_count,
+        type=arguments.count,
         default=0,
         metavar="N",
         help="also run N random mutating programs drawn from "
@@ -214,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--jobs",
-        type=_positive,
+        type=arguments.positive,
         default=default_jobs(),
         metavar="N",
         help="run the programs in N worker processes, 1 for this process; the verdicts do not "
@@ -237,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--color",
         choices=("auto", "always", "never"),
         default="auto",
-        help="colour the terminal table (default: auto, when standard output is a terminal)",
+        help="colour the terminal table (default: auto, when standard output is a terminal "
+        "and NO_COLOR is not set)",
     )
     report.set_defaults(run=report_command)
     from mutagrad.coverage import add_command as add_coverage_command
@@ -247,8 +293,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command and return its exit status (argparse exits with 2 on a usage error)."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print(f"mutagrad {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def test_the_headline_states_the_fuzzer_s_run():
     report = small_report(fuzz_programs=30)
     assert report.fuzz is not None and report.fuzz.programs == 30
     sentences = [s.text for s in headline(summarize(report))]
-    fuzz = [s for s in sentences if "differential fuzzer" in s]
+    assert sentences[0].startswith(f"2 programs and {report.fuzz.judged} random ones of the ")
+    fuzz = [s for s in sentences if "The differential fuzzer judged" in s]
     assert fuzz and f"judged {report.fuzz.judged} random" in fuzz[0]
     assert json.loads(render_json(report))["fuzz"]["programs"] == 30
 

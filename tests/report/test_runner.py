@@ -27,7 +27,8 @@ from mutagrad.report import (
     run_program,
     run_report,
 )
-from mutagrad.report.progress import LOG_EVERY, Progress
+from mutagrad.report import progress as progress_module
+from mutagrad.report.progress import LOG_EVERY, Progress, clock
 from mutagrad.report.runner import Settings, compare
 from mutagrad.report.text import WRONG_MARKER
 from mutagrad.testing.limits import ProgramTimeout, limit_available, time_limit
@@ -135,7 +136,9 @@ def test_a_wrong_gradient_is_detected_and_shown_in_red_everywhere():
 
     text = render_text(report, color=True)
     sentence = "SILENTLY WRONG values or gradients: wrong rule [strict, poison, snapshot]."
-    assert "\033[31;1m" + sentence in text
+    assert "\033[31;1m- " + sentence in text
+    lead = text.splitlines()[0]
+    assert lead.startswith("\033[31;1m1 program was differentiated") and "MUTAGRAD FAILED" in lead
     assert WRONG_MARKER in text and "BUGS" in text
     html = render_html(report, plots=None)
     assert '<li class="alarm">' + sentence in html
@@ -252,36 +255,47 @@ class _FakeTerminal(io.StringIO):
         return True
 
 
-def test_progress_bar_draws_on_a_terminal_and_erases_itself():
+def test_progress_bar_draws_on_a_terminal_with_the_time_left_and_erases_itself(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: now[0])
     stream = _FakeTerminal()
-    progress = Progress(4, stream)
-    progress.starting(1, "first", "seed")
-    progress.finished()
+    progress = Progress(["seed"] * 6, stream)
+    progress.running("first")
+    assert "\r[------------------------] 0/6  first" in stream.getvalue()
+    for k in range(3):
+        now[0] += 2.0
+        progress.advance(f"p{k}", "seed")
+    # 6 s for 3 programs: 3 more take about 6 s
+    assert stream.getvalue().endswith("[############------------] 3/6  p2  0:06 left")
     progress.close()
     text = stream.getvalue()
-    assert "\r[######------------------] 1/4  first" in text
-    assert "4/4  done" in text
     assert text.endswith("\r") and "\n" not in text
 
 
-def test_progress_in_a_log_is_one_line_per_category():
+def test_progress_in_a_log_is_one_line_per_category_once_all_its_programs_are_done():
     stream = io.StringIO()
-    programs = [_program(same_value, name=f"p{i}") for i in range(3)]
-    programs = [attrs.evolve(p, category=c) for p, c in zip(programs, ["a", "a", "b"])]
+    programs = [_program(same_value, name=f"p{i}") for i in range(4)]
+    categories = ["a", "b", "a", "c"]  # a's programs are not next to each other
+    programs = [attrs.evolve(p, category=c) for p, c in zip(programs, categories)]
     run_report(programs, repeats=1, sample_seconds=1e-4, measure_memory=False, progress=stream)
     lines = stream.getvalue().splitlines()
     assert [line.split(",")[0] for line in lines] == [
-        "  2/3 programs (a done)",
-        "  3/3 programs (b done)",
+        "  2/4 programs (b done)",
+        "  3/4 programs (a done)",
+        "  4/4 programs (c done)",
     ]
-    assert all(line.endswith(" s") for line in lines)
+    assert "left" not in lines[0]  # too early to tell
+    assert ", about " in lines[1] and lines[1].endswith(" left") and lines[-1].endswith(" s")
 
 
 def test_progress_in_a_log_of_one_big_category_prints_every_few_dozen_programs():
     stream = io.StringIO()
-    progress = Progress(120, stream)
+    progress = Progress(["one"] * 120, stream)
     for done in range(120):
-        progress.starting(done, f"p{done}", "one")
-    progress.finished()
+        progress.advance(f"p{done}", "one")
     counts = [line.split("/")[0].strip() for line in stream.getvalue().splitlines()]
     assert counts == [str(LOG_EVERY), str(2 * LOG_EVERY), "120"]
+
+
+def test_a_clock_reads_minutes_and_hours():
+    assert [clock(s) for s in (6.4, 75, 3723)] == ["0:06", "1:15", "1:02:03"]

@@ -30,7 +30,7 @@ from mutagrad.report import (
 from mutagrad.report.generated import GENERATED_CATEGORY, draw, draw_program, listing
 from mutagrad.report.parallel import DASK_HINT, default_jobs
 from mutagrad.report.summary import headline, summarize
-from mutagrad.report.tables import MISSING, NOT_TIMED, measurement_row
+from mutagrad.report.tables import MISSING, NOT_TIMED, memory_row, time_row
 from mutagrad.testing.limits import ProgramTimeout, time_limit
 
 SMALL_CORPUS = Path(__file__).with_name("small_corpus.py")
@@ -176,8 +176,8 @@ def test_without_timing_every_time_and_memory_cell_is_absent():
         assert p.forward_seconds is None and p.reference_seconds is None
         for r in p.results:
             assert r.seconds is None and r.sample_seconds == () and r.peak_bytes is None
-        row = measurement_row(report, p)
-        assert set(row[1:-1]) == {MISSING}  # every time and memory cell; bytes copied stays
+        assert [cell for cell in time_row(report, p)[1:]] == [[MISSING]] * 4  # plain, 3 modes
+        assert set(memory_row(report, p)[1:-1]) == {MISSING}  # bytes copied stays
     timed = _report(programs[:1], str(SMALL_CORPUS))
     assert timed.programs[0].forward_seconds is not None  # the default still times
     html = render_html(report)

@@ -23,6 +23,9 @@ The parts:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
 from mutagrad.report.corpus import (
@@ -63,15 +66,67 @@ DEFAULT_OUT = "mutagrad-report"
 REPORT_FILES = ("index.html", "report.md", "results.json")
 
 
+class OutputError(OSError):
+    """The report's output directory cannot be created or written."""
+
+
+def check_output(out: str | Path) -> Path | None:
+    """Make sure the report's files can be written into ``out``, before any work.
+
+    Creates the directory if needed and writes (and removes) a file in it.
+    Returns the directory when this call created it (so that a run that ends
+    without writing can remove it again), else None; raises
+    :class:`OutputError` saying what is wrong.
+    """
+    directory = Path(out)
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"--out {out}: exists and is not a directory")
+    created = None if directory.exists() else directory
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise OutputError(f"--out {out}: cannot write there ({error.strerror or error})") from error
+    return created
+
+
 def write_report(report: Report, out: str | Path = DEFAULT_OUT) -> dict[str, Path]:
-    """Write index.html, report.md and results.json into ``out`` (created if needed)."""
+    """Write index.html, report.md and results.json into ``out`` (created if needed).
+
+    The three are rendered first, then each is written to a temporary file
+    beside its place and renamed over it: a failure leaves the files of the
+    last complete report, or none, never a half-written set.
+    """
+    texts = {
+        "index.html": render_html(report),
+        "report.md": render_markdown(report),
+        "results.json": render_json(report),
+    }
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
-    paths = {name: directory / name for name in REPORT_FILES}
-    paths["index.html"].write_text(render_html(report), encoding="utf-8")
-    paths["report.md"].write_text(render_markdown(report), encoding="utf-8")
-    paths["results.json"].write_text(render_json(report), encoding="utf-8")
-    return paths
+    mode = 0o666 & ~_umask()  # what open() would have given the files
+    written: list[Path] = []
+    try:
+        for name, text in texts.items():
+            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+            written.append(Path(temporary))
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.chmod(temporary, mode)
+        for name, temporary in zip(texts, written):
+            os.replace(temporary, directory / name)
+    finally:
+        for temporary in written:  # left over only when something failed
+            with contextlib.suppress(FileNotFoundError):
+                temporary.unlink()
+    return {name: directory / name for name in REPORT_FILES}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 __all__ = [
@@ -89,12 +144,14 @@ __all__ = [
     "EngineChoiceError",
     "ModeResult",
     "Outcome",
+    "OutputError",
     "PoisonVerdict",
     "Program",
     "ProgramResult",
     "Report",
     "Summary",
     "add_to",
+    "check_output",
     "default_engines",
     "headline",
     "installed_peers",

@@ -82,6 +82,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,10 +225,19 @@ def _import_path(path: Path) -> Any:
     sys.modules[module_name] = module  # attrs and dataclasses look their module up
     try:
         spec.loader.exec_module(module)
-    except Exception:
+    except Exception as error:
         del sys.modules[module_name]
-        raise
+        raise CorpusError(f"loading {path} raised {_located(error, path)}") from error
     return module
+
+
+def _located(error: BaseException, path: Path) -> str:
+    """``TypeError: ... (line 12)``: an error and the corpus file's line that raised it."""
+    lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
+             if Path(f.filename) == path]  # fmt: skip
+    where = f" (line {lines[-1]})" if lines else ""
+    first = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {first[0] if first else ''}{where}"
 
 
 def load_corpus(path_or_module: str = DEFAULT_CORPUS) -> tuple[Program, ...]:
@@ -245,6 +255,11 @@ def load_corpus(path_or_module: str = DEFAULT_CORPUS) -> tuple[Program, ...]:
                 f"cannot import corpus module {path_or_module!r}: {error}; pass a module name "
                 "importable from here or the path of a .py file"
             ) from None
+        except Exception as error:
+            raise CorpusError(
+                f"importing corpus module {path_or_module!r} raised {type(error).__name__}: "
+                f"{error}"
+            ) from error
     corpus = getattr(module, "CORPUS", None)
     if corpus is None:
         raise CorpusError(f"{path_or_module} has no module-level CORPUS")

@@ -47,11 +47,16 @@ from mutagrad.report.summary import (
     why,
 )
 from mutagrad.report.tables import (
+    MEMORY_NOTE,
+    NOISY_MARK,
     NOT_TIMED,
     REGENERATE,
+    TIMES_NOTE,
     generated_text,
-    measurement_header,
-    measurement_row,
+    memory_header,
+    memory_row,
+    time_header,
+    time_row,
     timing_text,
     workers_text,
 )
@@ -61,18 +66,21 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
        max-width: 96em; padding: 0 1em; color: #222; line-height: 1.4; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
 .headline { border: 1px solid #ccc; background: #fafafa; padding: 0.6em 1.2em; }
+.headline p.lead { font-size: 1.1em; margin: 0.3em 0 0.6em; }
 .headline li { margin: 0.3em 0; }
 .alarm { color: #c62828; font-weight: bold; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; position: sticky; top: 0; }
 td.num { text-align: right; white-space: nowrap; }
+td.time { text-align: right; white-space: nowrap; }
+td.time small { color: #666; }
+td.noisy { color: #999; font-style: italic; }
 .legend span { display: inline-block; padding: 0.1em 0.5em; margin: 0.1em; }
 .plot svg { max-width: 100%; height: auto; }
 .plot { max-width: 60em; }
 .note { color: #555; font-size: 0.9em; max-width: 60em; }
 #outcomes td.result, #outcomes td:first-child { white-space: normal; }
-.wide { overflow-x: auto; }
 """
 
 
@@ -121,6 +129,24 @@ def _table(header: list[str], rows: list[list[str]], numeric_from: int = 99) -> 
         for i, cell in enumerate(row):
             cls = ' class="num"' if i >= numeric_from else ""
             cells.append(f"<td{cls}>{escape(cell)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _time_table(report: Report) -> str:
+    """The times, one program a row: each cell the time over its spread and ratio."""
+    header = time_header(report)
+    out = ['<table id="measurements">', "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header)]
+    for p in report.programs:
+        name, *times = time_row(report, p)
+        cells = [f"<td>{_breakable(name[0])}</td>"]
+        for lines in times:
+            noisy = lines[0].startswith(NOISY_MARK)
+            cls = "time noisy" if noisy else "time"
+            title = ' title="too spread to read: left out of every median"' if noisy else ""
+            below = "".join(f"<br><small>{escape(line)}</small>" for line in lines[1:])
+            cells.append(f'<td class="{cls}"{title}>{escape(lines[0])}{below}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
@@ -246,12 +272,14 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
         f"<style>{_style()}</style>",
         "</head><body>",
         f"<h1>{escape(title)}</h1>",
-        '<ul class="headline">',
     ]
-    for sentence in headline(summary):
+    lead, *details = headline(summary)
+    alarm = " alarm" if lead.alarm else ""
+    parts += ['<div class="headline">', f'<p class="lead{alarm}">{escape(lead.text)}</p>', "<ul>"]
+    for sentence in details:
         cls = ' class="alarm"' if sentence.alarm else ""
         parts.append(f"<li{cls}>{escape(sentence.text)}</li>")
-    parts.append("</ul>")
+    parts.append("</ul></div>")
 
     parts.append("<h2>Plots</h2>")
     if plots:
@@ -318,12 +346,13 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     parts.append("<h2>Measurements</h2>")
     if not report.settings.timing:
         parts.append(f'<p class="note">{escape(NOT_TIMED)}</p>')
-    measurements = _table(
-        measurement_header(report),
-        [measurement_row(report, p) for p in report.programs],
-        numeric_from=1,
+    parts.append(f'<p class="note">{escape(TIMES_NOTE)}</p>')
+    parts.append(_time_table(report))
+    parts.append(f'<p class="note">{escape(MEMORY_NOTE)}</p>')
+    memory = _table(
+        memory_header(report), [memory_row(report, p) for p in report.programs], numeric_from=1
     )
-    parts.append(f'<div class="wide">{measurements}</div>')  # scrolls alone when too wide
+    parts.append(memory.replace("<table>", '<table id="memory">', 1))
 
     settings = report.settings
     limit = f"{settings.time_limit:g} s" if settings.time_limit else "none"

@@ -26,14 +26,23 @@ from mutagrad.report.summary import (
     why,
 )
 from mutagrad.report.tables import (
+    MEMORY_NOTE,
     NOT_TIMED,
     REGENERATE,
+    TIMES_NOTE,
     generated_text,
-    measurement_header,
-    measurement_row,
+    memory_header,
+    memory_row,
+    time_header,
+    time_row,
     timing_text,
     workers_text,
 )
+
+
+def _alarmed(text: str) -> str:
+    """Red where the viewer honours inline HTML, bold everywhere."""
+    return f'<span style="color:#c62828">**{text}**</span>'
 
 
 def _escape(text: str) -> str:
@@ -94,11 +103,10 @@ def render_markdown(report: Report) -> str:
     if report.peers:
         title += " vs " + ", ".join(column_title(peer) for peer in report.peers)
     parts = [title, ""]
-    for sentence in headline(summary):
-        if sentence.alarm:
-            parts.append(f'- <span style="color:#c62828">**{sentence.text}**</span>')
-        else:
-            parts.append(f"- {sentence.text}")
+    lead, *details = headline(summary)
+    parts += [_alarmed(lead.text) if lead.alarm else f"**{lead.text}**", ""]
+    for sentence in details:
+        parts.append(f"- {_alarmed(sentence.text) if sentence.alarm else sentence.text}")
     parts += ["", "## Outcomes", ""]
     header = [
         "program",
@@ -176,9 +184,9 @@ def render_markdown(report: Report) -> str:
     parts += ["", "## Measurements", ""]
     if not report.settings.timing:
         parts += [NOT_TIMED, ""]
-    parts.append(
-        _table(measurement_header(report), [measurement_row(report, p) for p in report.programs])
-    )
+    times = [[" ".join(cell) for cell in time_row(report, p)] for p in report.programs]
+    parts += [TIMES_NOTE, "", _table(time_header(report), times), "", MEMORY_NOTE, ""]
+    parts.append(_table(memory_header(report), [memory_row(report, p) for p in report.programs]))
     settings = report.settings
     parts += [
         "",

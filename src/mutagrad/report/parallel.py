@@ -9,7 +9,10 @@ the items' order:
   processes started with ``spawn`` (fresh interpreters: a worker owes nothing
   to the state of this process, and no thread of a peer engine is forked);
   a script that calls :func:`~mutagrad.report.run_report` with ``jobs`` > 1
-  needs the usual ``if __name__ == "__main__":`` guard of ``spawn``;
+  needs the usual ``if __name__ == "__main__":`` guard of ``spawn``. The
+  workers ignore Ctrl-C (SIGINT): the caller decides. When the caller leaves
+  early (an error, Ctrl-C), the tasks not yet started are cancelled and the
+  workers are stopped at once, instead of running the rest of the queue;
 * ``scheduler`` ADDRESS: a ``dask.distributed`` client connected to that
   scheduler, ``client.map`` over the items. dask is not a dependency of
   mutagrad (the extra ``cluster`` brings it) and is imported only here, only
@@ -32,6 +35,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -100,12 +104,40 @@ def task_map(
         yield map
     else:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=context, initializer=_ignore_interrupts
+        )
 
-            def mapper(function: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
-                return pool.map(function, items, chunksize=chunk_size(len(items), jobs))
+        def mapper(function: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+            return pool.map(function, items, chunksize=chunk_size(len(items), jobs))
 
+        try:
             yield mapper
+        except BaseException:
+            _stop(pool)
+            raise
+        pool.shutdown(wait=True)
+
+
+def _ignore_interrupts() -> None:
+    """A worker's first step: Ctrl-C reaches the whole process group, and only the caller acts."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the tasks not started and end the workers now (the caller is leaving)."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14
+    if terminate is not None:
+        terminate()
+        return
+    # Before 3.14 the executor has no public way to end running tasks: its processes,
+    # taken before shutdown() forgets them.
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
 
 
 def chunk_size(tasks: int, jobs: int) -> int:

@@ -23,7 +23,7 @@ grad"), so running the corpus on it would mean translating every program by
 hand (:data:`PYTORCH_NOTE`).
 
 None of the peers is a dependency of mutagrad: they come with the extra
-``peers`` (``pip install 'mutagrad[peers]'``), are imported only when a peer
+``peers`` (:data:`PEERS_EXTRA_HINT`), are imported only when a peer
 runs, and :func:`installed_peers` says which are there.
 
 The arguments a peer differentiates are the ones the finite-difference
@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-PEERS_EXTRA_HINT = "pip install 'mutagrad[peers]' (or pip install -e '.[peers]' in a clone)"
+# mutagrad is not on PyPI: its extras install from a clone, the peers themselves from anywhere.
+PEERS_EXTRA_HINT = "pip install jax jaxlib autograd mygrad (in a clone: pip install -e '.[peers]')"
 PYTORCH_NOTE = (
     "PyTorch is not compared: it cannot run numpy code unchanged. A numpy function given a "
     "tensor that requires a gradient raises (np.sin(t): \"Can't call numpy() on Tensor that "
@@ -139,6 +140,8 @@ class PeerEngine:
     """The installed distributions whose versions the report states."""
     how: str = ""
     """One sentence: how a corpus program runs on this peer."""
+    timing_caveat: str = ""
+    """What a reader of this peer's times must know beside each one (JAX: not compiled)."""
 
     def available(self) -> bool:
         """Whether the peer imports here (an install missing a part, like jaxlib, does not)."""
@@ -233,6 +236,7 @@ class JaxPeer(_RebindingPeer):
         "the differentiated arguments, 64-bit floats enabled, no jax.jit (the programs branch "
         "and index on values, which jit cannot trace), so every operation is dispatched alone"
     )
+    timing_caveat = "eager, no jit"
 
     def _numpy_module(self) -> types.ModuleType:
         import jax
@@ -305,6 +309,13 @@ def system_label(system: str) -> str:
     """A system in sentences and plots: ``mutagrad poison`` for a mode, ``JAX 0.10.2``."""
     peer = PEERS.get(system)
     return f"mutagrad {system}" if peer is None else f"{peer.title} {peer.version}"
+
+
+def timed_label(system: str) -> str:
+    """A system where its times are stated: ``JAX 0.10.2 (eager, no jit)``."""
+    peer = PEERS.get(system)
+    label = system_label(system)
+    return f"{label} ({peer.timing_caveat})" if peer is not None and peer.timing_caveat else label
 
 
 def installed_peers() -> tuple[str, ...]:

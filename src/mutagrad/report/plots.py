@@ -1,7 +1,7 @@
 """The report's plots as inline SVG, drawn with matplotlib when it is installed.
 
-matplotlib comes from the optional extra ``report`` (``pip install
-'mutagrad[report]'``, which ``make report`` does) and is imported only here,
+matplotlib comes from the optional extra ``report`` (``pip install -e
+'.[report]'`` in a clone, which ``make report`` does) and is imported only here,
 only when plots are drawn: :func:`render_plots` returns ``None`` without it,
 and the HTML page then says how to get the plots.
 
@@ -19,8 +19,11 @@ peers that ran):
   cost of the check, the peers' rows compare engines program by program.
 
 Both timing plots use a log scale with plain tick labels (``1×``, ``10×``,
-``20×``). Every outcome has one colour (:data:`OUTCOME_COLOURS`), the same in
-the bars and in the HTML table's cells.
+``20×``). A ratio whose times are too spread to read is a hollow ring, left
+out of the median; the medians are the ones the headline and the tables
+state (:func:`mutagrad.report.summary.overhead_ratios`). Every outcome has
+one colour (:data:`OUTCOME_COLOURS`), the same in the bars and in the HTML
+table's cells.
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ import re
 import statistics
 from typing import Any
 
-from mutagrad.report.peers import system_label
+from mutagrad.report.peers import system_label, timed_label
 from mutagrad.report.runner import ModeResult, Outcome, PoisonVerdict, Report
+from mutagrad.report.summary import overhead_ratios, relative_ratios
 
 INSTALL_HINT = (
-    "The plots need matplotlib: pip install 'mutagrad[report]' (or run make report, "
-    "which installs it), then run mutagrad report again."
+    "The plots need matplotlib: pip install matplotlib (in a clone of mutagrad, make report "
+    "installs it with the extra report), then run mutagrad report again."
 )
 
 DARK_TEXT = "#212121"
@@ -184,18 +188,29 @@ def _plain_log_axis(axes: Any, values: list[float], label: str) -> None:
     axes.spines[["top", "right"]].set_visible(False)
 
 
-def _strips(
-    axes: Any, rows: list[tuple[str, list[float]]], colour: str, reference: float | None = None
-) -> None:
-    """One row of dots per (label, values), the median drawn as a bar and written beside it."""
+Strip = tuple[str, list[float], list[float]]
+"""A row of a timing plot: its label, the readable ratios, the noisy ones."""
+
+
+def _strips(axes: Any, rows: list[Strip], colour: str, reference: float | None = None) -> None:
+    """One row of dots per strip, the readable ratios' median drawn as a bar and written beside
+    it; the noisy ratios as hollow rings."""
     positions = list(range(len(rows)))[::-1]
-    for y, (_, values) in zip(positions, rows):
+    for y, (_, values, noisy) in zip(positions, rows):
         # Spread the dots over the row's height in a fixed pattern, so they do not hide
         # each other and the plot is the same on every run.
-        offsets = [((i * 7) % 11 - 5) / 22 for i in range(len(values))]
+        offsets = [((i * 7) % 11 - 5) / 22 for i in range(len(values) + len(noisy))]
         axes.scatter(
-            values, [y + o for o in offsets], s=12, color=colour, alpha=0.45, zorder=3, linewidths=0
-        )
+            values, [y + o for o in offsets[: len(values)]], s=12, color=colour, alpha=0.45,
+            zorder=3, linewidths=0,
+        )  # fmt: skip
+        if noisy:
+            axes.scatter(
+                noisy, [y + o for o in offsets[len(values) :]], s=14, facecolors="none",
+                edgecolors="#9e9e9e", zorder=3, linewidths=0.8,
+            )  # fmt: skip
+        if not values:
+            continue
         median = statistics.median(values)
         axes.plot([median, median], [y - 0.35, y + 0.35], color=DARK_TEXT, linewidth=2, zorder=4)
         axes.annotate(
@@ -210,17 +225,17 @@ def _strips(
         )
     if reference is not None:
         axes.axvline(reference, color="#757575", linewidth=1, linestyle="--", zorder=2)
-    axes.set_yticks(positions, [label for label, _ in rows], fontsize=9)
+    axes.set_yticks(positions, [label for label, _, _ in rows], fontsize=9)
     axes.set_ylim(-0.7, len(rows) - 0.2)
 
 
 def overhead_plot(report: Report, figure_class: Any) -> str | None:
     """Per system: gradient time / plain numpy time over the programs it gets right."""
-    rows = []
+    rows: list[Strip] = []
     for system in report.systems:
-        ratios = [r for r in (p.overhead(system) for p in report.programs) if r is not None]
-        if ratios:
-            rows.append((f"{system_label(system)} ({len(ratios)})", ratios))
+        ratios, noisy = overhead_ratios(report, system)
+        if ratios or noisy:
+            rows.append((f"{timed_label(system)} ({len(ratios)})", ratios, noisy))
     if not rows:
         return None
     figure = figure_class(figsize=(8, 1.2 + 0.55 * len(rows)))
@@ -228,10 +243,11 @@ def overhead_plot(report: Report, figure_class: Any) -> str | None:
     _strips(axes, rows, "#1565c0")
     _plain_log_axis(
         axes,
-        [v for _, values in rows for v in values],
-        "gradient call / plain numpy call (one dot per program the system gets right)",
+        [v for _, values, noisy in rows for v in (*values, *noisy)],
+        "gradient call / plain numpy call (one dot per program the system gets right; "
+        "hollow: too spread to read)",
     )
-    axes.set_title("Overhead over plain numpy (how many programs in brackets)")
+    axes.set_title("Overhead over plain numpy (programs in the median in brackets)")
     return _svg(figure, "overhead")
 
 
@@ -239,17 +255,13 @@ def relative_plot(report: Report, figure_class: Any) -> str | None:
     """Per system but poison mode: its time over poison mode's, per program both get right."""
     if BASELINE_MODE not in report.modes:
         return None
-    rows = []
+    rows: list[Strip] = []
     for system in report.systems:
         if system == BASELINE_MODE:
             continue
-        ratios = []
-        for p in report.programs:
-            mine, baseline = p.mode(system), p.mode(BASELINE_MODE)
-            if mine.accepted and baseline.accepted and mine.seconds and baseline.seconds:
-                ratios.append(mine.seconds / baseline.seconds)
-        if ratios:
-            rows.append((f"{system_label(system)} ({len(ratios)})", ratios))
+        ratios, noisy = relative_ratios(report, system, BASELINE_MODE)
+        if ratios or noisy:
+            rows.append((f"{timed_label(system)} ({len(ratios)})", ratios, noisy))
     if not rows:
         return None
     figure = figure_class(figsize=(8, 1.2 + 0.55 * len(rows)))
@@ -257,7 +269,7 @@ def relative_plot(report: Report, figure_class: Any) -> str | None:
     _strips(axes, rows, "#6a1b9a", reference=1.0)
     _plain_log_axis(
         axes,
-        [1.0, *(v for _, values in rows for v in values)],
+        [1.0, *(v for _, values, noisy in rows for v in (*values, *noisy))],
         "gradient time / mutagrad poison's (one dot per program both get right)",
     )
     axes.set_title("Time relative to mutagrad poison mode, program by program (dashed: equal)")

@@ -28,14 +28,16 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
                   "known_issues": [program],
                   "median_overhead": {system: ratio or null},
                   "median_overhead_accepted": {system: ratio or null},
-                  "overhead_programs": n, "errors_by_mode": {system: {type: n}},
+                  "overhead_programs": n, "timed": n, "noisy": n, "busy": bool,
+                  "errors_by_mode": {system: {type: n}},
                   "by_category": {category: {"programs", "accepted": {system: n},
                                              "genuine", "false_alarms"}},
                   "headline": [sentence, ...]},
       "programs": [
         {"name", "category", "description", "mutates", "zygote", "source",
          "note", "known_issue", "code", "arguments", "reference_error", "reference_seconds",
-         "forward_seconds", "forward_sample_seconds", "forward_peak_bytes",
+         "forward_seconds", "forward_sample_seconds", "forward_spread",
+         "forward_noisy", "forward_peak_bytes",
          "modes": {mode: RESULT}, "peers": {peer: RESULT}}
       ]
     }
@@ -43,7 +45,7 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
     RESULT = {"engine", "outcome", "cell", "error_type", "error_message",
               "max_abs_difference", "value_matches", "gradient_missing",
               "bytes_copied", "seconds",
-              "sample_seconds", "samples", "calls_per_sample", "peak_bytes",
+              "sample_seconds", "spread", "noisy", "samples", "calls_per_sample", "peak_bytes",
               "overhead_ratio", "poison_verdict",
               "unchecked_max_abs_difference", "unchecked_error"}
 
@@ -59,6 +61,11 @@ their draw in ``source``; ``hypothesis`` joins the environment with them.
 ``jobs`` is the number of worker processes (1: the report's own process),
 ``scheduler`` the dask scheduler's address or ``null``. Infinite differences
 are written as the string ``"inf"`` so that the file stays strict JSON.
+``spread`` is (upper quartile - lower quartile) / median of the samples
+(``null`` for fewer than 3), ``noisy`` whether it exceeds
+:data:`mutagrad.report.runner.NOISY_SPREAD`: a noisy time is left out of every
+median; ``timed`` and ``noisy`` in the summary count them, and ``busy`` says
+whether the load average when the run began was at least half the CPUs.
 """
 
 from __future__ import annotations
@@ -97,6 +104,8 @@ def _mode_entry(result: ModeResult, program: ProgramResult) -> dict[str, Any]:
         "bytes_copied": result.bytes_copied,
         "seconds": _number(result.seconds),
         "sample_seconds": list(result.sample_seconds),
+        "spread": _number(result.spread),
+        "noisy": result.noisy,
         "samples": result.samples,
         "calls_per_sample": result.calls_per_sample,
         "peak_bytes": result.peak_bytes,
@@ -124,6 +133,8 @@ def _program_entry(p: ProgramResult) -> dict[str, Any]:
         "reference_seconds": _number(p.reference_seconds),
         "forward_seconds": _number(p.forward_seconds),
         "forward_sample_seconds": list(p.forward_sample_seconds),
+        "forward_spread": _number(p.forward_spread),
+        "forward_noisy": p.forward_noisy,
         "forward_peak_bytes": p.forward_peak_bytes,
         "modes": {r.mode: _mode_entry(r, p) for r in p.modes},
         "peers": {r.mode: _mode_entry(r, p) for r in p.peers},
@@ -175,6 +186,9 @@ def _summary_entry(summary: Summary) -> dict[str, Any]:
             m: _number(r) for m, r in summary.median_overhead_accepted.items()
         },
         "overhead_programs": summary.overhead_programs,
+        "timed": summary.timed,
+        "noisy": summary.noisy,
+        "busy": summary.busy,
         "errors_by_mode": summary.errors_by_mode,
         "by_category": {
             category: {

@@ -56,6 +56,14 @@ current context (:func:`mutagrad.testing.limits.isolated`), under the per-call
 time limit (:func:`mutagrad.testing.limits.time_limit`, ``SIGALRM``). A program
 that crashes or hangs is recorded as such and the run goes on.
 
+A time is read only as far as its samples agree: :func:`spread` is the
+width of their middle half (upper quartile minus lower quartile) over their
+median, and a time whose spread exceeds :data:`NOISY_SPREAD` is *noisy* (another
+process took the CPU for part of the samples; plain-forward samples of 89,
+6.5, 89, 89 and 7.1 µs, say). A ratio is noisy when either of its times is.
+The pages mark noisy measurements and leave them out of every median, the
+headline's and the plots' alike.
+
 With ``timing=False`` (``--no-timing``) step 5 is skipped, and no duration is
 kept at all: every time and memory figure is ``None``.
 
@@ -114,9 +122,29 @@ DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_SAMPLE_SECONDS = 0.01
 FINITE_DIFFERENCE_STEP = 1e-6
 MAX_CALLS_PER_SAMPLE = 200
+NOISY_SPREAD = 0.5
+"""A time whose samples' middle half spans more than this fraction of their median is noisy."""
 
 # A peer failing with one of these broke inside; any other exception is the peer refusing.
 PEER_INTERNAL_FAILURES = (AssertionError, SystemError, RecursionError, MemoryError)
+
+
+def spread(samples: Sequence[float]) -> float | None:
+    """(upper quartile - lower quartile) / median of timing samples; None for fewer than 3.
+
+    Robust to one outlier among five samples (a single slow sample moves a
+    quartile only past the median's neighbour), wide when the samples disagree.
+    """
+    if len(samples) < 3:
+        return None
+    low, middle, high = statistics.quantiles(samples, n=4, method="inclusive")
+    return (high - low) / middle if middle > 0 else None
+
+
+def is_noisy(samples: Sequence[float]) -> bool:
+    """Whether a time of these samples is too spread to read (see :data:`NOISY_SPREAD`)."""
+    width = spread(samples)
+    return width is not None and width > NOISY_SPREAD
 
 
 class Outcome(enum.Enum):
@@ -218,6 +246,16 @@ class ModeResult:
         return self.outcome is Outcome.OK
 
     @property
+    def spread(self) -> float | None:
+        """The spread of the timing samples (:func:`spread`), None without enough of them."""
+        return spread(self.sample_seconds)
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the time is too spread to read (:data:`NOISY_SPREAD`)."""
+        return is_noisy(self.sample_seconds)
+
+    @property
     def is_peer(self) -> bool:
         return self.engine != MUTAGRAD
 
@@ -287,6 +325,20 @@ class ProgramResult:
         if r.outcome is not Outcome.OK or not r.seconds or not self.forward_seconds:
             return None
         return r.seconds / self.forward_seconds
+
+    @property
+    def forward_spread(self) -> float | None:
+        """The spread of the plain forward timing samples (:func:`spread`)."""
+        return spread(self.forward_sample_seconds)
+
+    @property
+    def forward_noisy(self) -> bool:
+        """Whether the plain forward time is too spread to read."""
+        return is_noisy(self.forward_sample_seconds)
+
+    def overhead_noisy(self, mode: str) -> bool:
+        """Whether :meth:`overhead` is too spread to read (either of its times is)."""
+        return self.forward_noisy or self.mode(mode).noisy
 
 
 @attrs.frozen
@@ -980,7 +1032,7 @@ def run_report(
         jobs=workers,
         scheduler=scheduler or None,
     )
-    started = datetime.datetime.now(datetime.timezone.utc)
+    started = datetime.datetime.now(datetime.UTC)
     machine = environment(settings.peers)  # before the run: the load average says how busy
     if settings.generated:
         machine["hypothesis"] = hypothesis_version()
@@ -1004,20 +1056,20 @@ def run_report(
             raise ValueError(
                 f"corpus programs are named like generated ones: {', '.join(sorted(clash))}"
             )
-        shown = Progress(len(everything), progress)
+        shown = Progress([p.category for p in everything], progress)
         try:
             if workers == 1 and not scheduler:
-                for done, program in enumerate(everything):
-                    shown.starting(done, program.name, program.category)
+                for program in everything:
+                    shown.running(program.name)
                     results.append(run_program(program, settings))
+                    shown.advance(program.name, program.category)
             else:
                 outcomes = mapper(run_task, make_tasks(everything, drawn, settings))
-                for done, program in enumerate(everything):
-                    shown.starting(done, program.name, program.category)
+                for program in everything:
                     results.append(attach(next(outcomes), program))
-            shown.finished()
+                    shown.advance(program.name, program.category)
         finally:
-            shown.close()
+            shown.close()  # also on an error or Ctrl-C: nothing is printed over the bar
         # Beyond the corpus: random programs, judged the same way (numpy's value, finite
         # differences), so that "no gradient silently wrong" is not a claim about 117 programs.
         fuzz = next(fuzzing) if fuzzing is not None else None

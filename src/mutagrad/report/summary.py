@@ -6,9 +6,15 @@ gets right, refuses and gets silently wrong (:class:`SystemCounts`), how many
 poison errors were genuine and how many false alarms, which mutagrad results
 were silently wrong, crashed or timed out, what was refused in every mode,
 which corpus programs do not run on plain numpy at all, and the median time
-and overhead over plain numpy. :func:`headline` words it as a few sentences;
-a sentence marked ``alarm`` (a mutagrad bug: a wrong value or gradient, a
-crash, a timeout) is shown in red.
+and overhead over plain numpy. :func:`headline` words it as sentences: first
+one sentence that says what was compared and what came of it, then the
+details; a sentence marked ``alarm`` (a mutagrad bug: a wrong value or
+gradient, a crash, a timeout) is shown in red.
+
+Every median of times and ratios leaves out the measurements too spread to
+read (:func:`mutagrad.report.runner.is_noisy`), and :func:`overhead_ratios`
+gives the plots the very ratios the medians are taken over, so the headline,
+the tables and the plots state the same numbers.
 
 The tables both pages share are built here too: per category
 (:func:`category_rows`), per system (:func:`system_rows`), the peers'
@@ -25,8 +31,8 @@ import attrs
 
 import mutagrad
 from mutagrad.core import modes
-from mutagrad.report.peers import PEERS, column_title, system_label
-from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, PoisonVerdict, Report
+from mutagrad.report.peers import PEERS, column_title, system_label, timed_label
+from mutagrad.report.runner import SILENTLY_WRONG, Outcome, PoisonVerdict, Report
 from mutagrad.report.tables import ratio_text, seconds_text
 from mutagrad.testing.fuzz import FuzzFigures
 
@@ -53,13 +59,36 @@ class SystemCounts:
         return self.value_differs + self.gradient_wrong
 
 
-def _system_counts(results: list[ModeResult], forward: dict[str, float | None]) -> SystemCounts:
+def overhead_ratios(report: Report, system: str) -> tuple[list[float], list[float]]:
+    """Gradient time / plain numpy time over the programs ``system`` gets right: the ratios
+    clear enough to read, and the noisy ones (left out of every median)."""
+    readable, noisy = [], []
+    for p in report.programs:
+        ratio = p.overhead(system)
+        if ratio is not None:
+            (noisy if p.overhead_noisy(system) else readable).append(ratio)
+    return readable, noisy
+
+
+def relative_ratios(
+    report: Report, system: str, baseline: str
+) -> tuple[list[float], list[float]]:
+    """``system``'s time over ``baseline``'s on each program both get right: readable, noisy."""
+    readable, noisy = [], []
+    for p in report.programs:
+        mine, base = p.mode(system), p.mode(baseline)
+        if mine.accepted and base.accepted and mine.seconds and base.seconds:
+            ratio = mine.seconds / base.seconds
+            (noisy if mine.noisy or base.noisy else readable).append(ratio)
+    return readable, noisy
+
+
+def _system_counts(report: Report, system: str) -> SystemCounts:
+    results = [p.mode(system) for p in report.programs]
     judged = [r for r in results if r.outcome is not Outcome.PROGRAM_ERROR]
     right = [r for r in judged if r.outcome is Outcome.OK]
-    seconds = [r.seconds for r in right if r.seconds]
-    ratios = [
-        r.seconds / f for r in right if r.seconds and (f := forward.get(r.program)) is not None
-    ]
+    seconds = [r.seconds for r in right if r.seconds and not r.noisy]
+    ratios, _ = overhead_ratios(report, system)
     return SystemCounts(
         right=len(right),
         refused=sum(r.outcome is Outcome.ERROR for r in judged),
@@ -120,6 +149,13 @@ class Summary:
     """Per category, in corpus order: programs, accepted per mode and peer, poison verdicts."""
     fuzz: FuzzFigures | None = None
     """The differential fuzzer's run beside the corpus, when there was one."""
+    timed: int = 0
+    """Times measured (plain forward and gradient calls, every program and system)."""
+    noisy: int = 0
+    """Of those, the ones too spread to read, left out of every median."""
+    load_average: float | None = None
+    """The machine's load average over the minute before the run."""
+    cpu_count: int | None = None
     generated: int = 0
     """Of the programs, those drawn from :func:`mutagrad.testing.strategies.programs`."""
     seed: int = 0
@@ -138,6 +174,13 @@ class Summary:
         """Programs that run on plain numpy: what every mode and peer was judged on."""
         return self.programs - len(self.program_errors)
 
+    @property
+    def busy(self) -> bool:
+        """Whether other work held at least half the CPUs when the run began."""
+        if self.load_average is None or not self.cpu_count:
+            return False
+        return self.load_average >= max(1.0, self.cpu_count / 2)
+
 
 def summarize(report: Report) -> Summary:
     results = report.results
@@ -155,12 +198,23 @@ def summarize(report: Report) -> Summary:
     common = [p for p in report.programs if all(p.mode(m).accepted for m in systems)]
     median_overhead: dict[str, float | None] = {}
     for system in systems:
-        known = [r for r in (p.overhead(system) for p in common) if r is not None]
+        known = [
+            r
+            for p in common
+            if (r := p.overhead(system)) is not None and not p.overhead_noisy(system)
+        ]
         median_overhead[system] = statistics.median(known) if known else None
     median_overhead_accepted: dict[str, float | None] = {}
     for system in systems:
-        known = [r for r in (p.overhead(system) for p in report.programs) if r is not None]
+        known, _ = overhead_ratios(report, system)
         median_overhead_accepted[system] = statistics.median(known) if known else None
+    timed = [
+        noisy
+        for p in report.programs
+        if p.forward_sample_seconds
+        for noisy in (p.forward_noisy, *(r.noisy for r in p.results if r.sample_seconds))
+    ]
+    load = report.environment.get("load_average")
     errors_by_mode = {
         m: dict(
             Counter(
@@ -171,8 +225,7 @@ def summarize(report: Report) -> Summary:
         )
         for m in systems
     }
-    forward = {p.name: p.forward_seconds for p in report.programs}
-    counts = {m: _system_counts([p.mode(m) for p in report.programs], forward) for m in systems}
+    counts = {m: _system_counts(report, m) for m in systems}
     by_category: dict[str, CategoryCounts] = {}
     for category in dict.fromkeys(p.program.category for p in report.programs):
         members = [p for p in report.programs if p.program.category == category]
@@ -185,6 +238,10 @@ def summarize(report: Report) -> Summary:
         )
     return Summary(
         fuzz=report.fuzz,
+        timed=len(timed),
+        noisy=sum(timed),
+        load_average=load[0] if load else None,
+        cpu_count=report.environment.get("cpu_count"),
         generated=report.settings.generated,
         seed=report.settings.seed,
         programs=len(report.programs),
@@ -382,22 +439,79 @@ def _peer_sentence(summary: Summary, peer: str) -> Sentence:
     return Sentence(text + ".")
 
 
+def _lead(summary: Summary) -> Sentence:
+    """The first sentence: what was compared, and what came of it."""
+    n = summary.programs
+    what = f"{n} program{'s' if n != 1 else ''}"
+    if summary.fuzz is not None:
+        what += f" and {summary.fuzz.judged:,} random ones of the differential fuzzer"
+    were = "was" if n == 1 and summary.fuzz is None else "were"
+    text = f"{what} {were} differentiated in mutagrad's " + _and([*summary.modes]) + " modes"
+    if summary.peers:
+        text += " and run unchanged on " + _and([column_title(p) for p in summary.peers])
+    text += (
+        ", every value checked against plain numpy's and every gradient against finite "
+        "differences: "
+    )
+    fuzz_failed = summary.fuzz is not None and summary.fuzz.failures
+    failed = summary.wrong or summary.crashed or summary.timed_out or fuzz_failed
+    if failed:
+        text += "MUTAGRAD FAILED (a bug; see below)"
+    else:
+        text += "no mutagrad value or gradient was silently wrong"
+    judged = summary.judged
+    right = ", ".join(
+        f"{m} {summary.accepted[m]}" for m in sorted(summary.modes, key=summary.accepted.get)[::-1]
+    )
+    details = [f"of the {judged} programs, right in {right}"]
+    if summary.peers:
+        details.append(
+            "silently wrong on "
+            + ", ".join(
+                f"{column_title(p)} {summary.systems[p].silently_wrong}" for p in summary.peers
+            )
+        )
+    return Sentence(f"{text} ({'; '.join(details)}).", alarm=bool(failed))
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _timing_sentence(summary: Summary) -> Sentence | None:
+    """How far the times can be read: the noisy ones, a busy machine."""
+    if not summary.timed:
+        return None
+    text = (
+        f"Times are medians of each call's samples; {summary.noisy} of the {summary.timed} "
+        "measured are too spread to read (marked ~ in the tables, hollow in the plots) and "
+        "left out of every median"
+    )
+    if summary.busy:
+        text += (
+            f". The machine was busy when the run began (load average {summary.load_average:g} "
+            f"on {summary.cpu_count} CPUs): other work shared the CPUs, so every time is "
+            "less certain"
+        )
+    return Sentence(text + ".")
+
+
 def headline(summary: Summary) -> list[Sentence]:
-    """The headline as sentences, most important first."""
+    """The headline: the lead sentence (:func:`_lead`), then the details, most important first."""
     n = summary.programs
     judged = summary.judged
+    sentences = [_lead(summary)]
+    if summary.wrong:
+        text = f"SILENTLY WRONG values or gradients: {_listing(summary.wrong)}."
+        sentences.append(Sentence(text + _known_suffix(summary.wrong, summary), alarm=True))
     first = (
-        f"{n} program{'s' if n != 1 else ''} ({summary.mutating} write arrays in place, "
-        f"{n - summary.mutating} do not), each differentiated in "
+        f"The {n} program{'s' if n != 1 else ''}: {summary.mutating} write arrays in place, "
+        f"{n - summary.mutating} do not; the modes: "
         + ", ".join(f"{m} ({modes.mode_named(m).role})" for m in summary.modes)
     )
     if summary.peers:
-        first += (
-            " and run unchanged on "
-            + ", ".join(system_label(peer) for peer in summary.peers)
-            + " (PyTorch cannot run numpy code unchanged)"
-        )
-    sentences = [Sentence(first + ".")]
+        first += "; PyTorch cannot run numpy code unchanged"
+    sentences.append(Sentence(first + "."))
     if summary.generated:
         sentences.append(
             Sentence(
@@ -435,11 +549,6 @@ def headline(summary: Summary) -> list[Sentence]:
         sentences.append(Sentence(text + "."))
     else:
         sentences.append(Sentence("Poison errors: none."))
-    if summary.wrong:
-        text = f"SILENTLY WRONG values or gradients: {_listing(summary.wrong)}."
-        sentences.append(Sentence(text + _known_suffix(summary.wrong, summary), alarm=True))
-    else:
-        sentences.append(Sentence("No gradient was silently wrong, in any mode."))
     if summary.fuzz is not None:
         fuzz = summary.fuzz
         failures = ", ".join(
@@ -474,15 +583,17 @@ def headline(summary: Summary) -> list[Sentence]:
             )
         )
     sentences += [_peer_sentence(summary, peer) for peer in summary.peers]
-    known = {m: r for m, r in summary.median_overhead.items() if r is not None}
+    known = {m: r for m, r in summary.median_overhead_accepted.items() if r is not None}
     if known:
-        every = "every mode and peer accepts" if summary.peers else "every mode accepts"
         sentences.append(
             Sentence(
-                "Median gradient time over plain numpy forward time, on the "
-                f"{summary.overhead_programs} programs {every}: "
-                + ", ".join(f"{column_title(m)} {r:.1f}x" for m, r in known.items())
+                "Median gradient time over plain numpy time, over the programs each one gets "
+                "right (the overhead plot's medians): "
+                + ", ".join(f"{timed_label(m)} {r:.1f}x" for m, r in known.items())
                 + "."
             )
         )
+    timing = _timing_sentence(summary)
+    if timing is not None:
+        sentences.append(timing)
     return sentences

@@ -1,8 +1,10 @@
 """Formatting shared by report.md and index.html: cells of the measurement tables.
 
-One row per program: the plain numpy time, each mode's and peer's gradient
-time with its ratio to plain numpy, the peak memory of the plain call and of
-each mode (the peers' is not measured), and the bytes snapshot mode copied.
+Two tables, one row per program: the times (the plain numpy call, and each
+mode's and peer's gradient call with its spread and its ratio to plain
+numpy; a time too spread to read marked ``~``), and the memory (the peak of
+the plain call and of each mode, the peers' not measured, and the bytes
+snapshot mode copied).
 
 Times are printed with a unit that keeps three significant digits (µs, ms,
 s), memory in KiB, ratios as ``12.3x``; a value that was not measured is "–".
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mutagrad.report.peers import column_title
 from mutagrad.report.runner import ProgramResult, Report
 
 MISSING = "–"
@@ -75,13 +78,34 @@ def ratio_text(ratio: float | None) -> str:
     return MISSING if ratio is None else f"{ratio:.1f}x"
 
 
-def time_cell(program: ProgramResult, mode: str) -> str:
-    """``1.23 ms (45.0x)`` for an accepted result, else "–"."""
-    result = program.mode(mode)
-    ratio = program.overhead(mode)
+def spread_text(spread: float | None) -> str:
+    """``±4%``: half the spread of the samples' middle half, around the median."""
+    return "" if spread is None else f"±{spread / 2:.0%}"
+
+
+def time_cell(program: ProgramResult, system: str) -> list[str]:
+    """``["~148 µs", "±40% (~19.4x)"]`` for a result with a time: the time (``~`` when too
+    spread to read), its spread and its ratio to plain numpy (``~`` when either time is too
+    spread); ``["–"]`` without one."""
+    result = program.mode(system)
+    ratio = program.overhead(system)
     if ratio is None:
-        return MISSING
-    return f"{seconds_text(result.seconds)} ({ratio_text(ratio)})"
+        return [MISSING]
+    mark = NOISY_MARK if result.noisy else ""
+    ratio_mark = NOISY_MARK if program.overhead_noisy(system) else ""  # or plain numpy's is
+    below = " ".join(
+        t for t in (spread_text(result.spread), f"({ratio_mark}{ratio_text(ratio)})") if t
+    )
+    return [f"{mark}{seconds_text(result.seconds)}", below]
+
+
+def forward_cell(program: ProgramResult) -> list[str]:
+    """The plain numpy time and its spread, as :func:`time_cell`."""
+    if program.forward_seconds is None:
+        return [MISSING]
+    mark = NOISY_MARK if program.forward_noisy else ""
+    spread = spread_text(program.forward_spread)
+    return [f"{mark}{seconds_text(program.forward_seconds)}", *([spread] if spread else [])]
 
 
 def memory_cell(program: ProgramResult, mode: str) -> str:
@@ -98,22 +122,39 @@ def copied_cell(program: ProgramResult) -> str:
     return MISSING if result.bytes_copied is None else bytes_text(result.bytes_copied)
 
 
-def measurement_header(report: Report) -> list[str]:
+NOISY_MARK = "~"
+TIMES_NOTE = (
+    "Time of one call: the median of its samples; ± half the spread of the samples' middle "
+    "half; in brackets the ratio to plain numpy's time. ~ marks a time too spread to read "
+    "(its samples' middle half spans more than half the median: other work took the CPU): it "
+    "is left out of every median, the headline's and the plots'. JAX runs eagerly (no jit)."
+)
+MEMORY_NOTE = (
+    "Peak memory of one call (tracemalloc, in a separate call; mutagrad's modes only: the "
+    "peers allocate outside Python's allocator) and the bytes snapshot mode copied."
+)
+
+
+def time_header(report: Report) -> list[str]:
+    return ["program", "plain numpy", *(column_title(s) for s in report.systems)]
+
+
+def time_row(report: Report, program: ProgramResult) -> list[list[str]]:
+    """One program's times: each cell a list of lines (see :func:`time_cell`)."""
     return [
-        "program",
-        "plain forward",
-        *(f"{m}: time (overhead)" for m in report.systems),
-        "peak memory: plain",
-        *(f"{m}: peak memory" for m in report.modes),
-        "snapshot: bytes copied",
+        [program.name],
+        forward_cell(program),
+        *(time_cell(program, s) for s in report.systems),
     ]
 
 
-def measurement_row(report: Report, program: ProgramResult) -> list[str]:
+def memory_header(report: Report) -> list[str]:
+    return ["program", "plain numpy", *report.modes, "snapshot: bytes copied"]
+
+
+def memory_row(report: Report, program: ProgramResult) -> list[str]:
     return [
         program.name,
-        seconds_text(program.forward_seconds),
-        *(time_cell(program, m) for m in report.systems),
         bytes_text(program.forward_peak_bytes),
         *(memory_cell(program, m) for m in report.modes),
         copied_cell(program),

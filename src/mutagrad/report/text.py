@@ -3,7 +3,9 @@
 :func:`render_text` gives the headline (wrong gradients, crashes and timeouts
 in red when ``color`` is on), an aligned table (one row per program, one
 column per mode, then what Zygote does), a legend, and, when there are any, a
-block listing the results that mean a bug. Generated programs
+block listing the results that mean a bug. Given the terminal's ``width``,
+the table's widest columns are cut (``…``) until a row fits it; in a pipe or
+a log (no width) every cell is whole. Generated programs
 (``--generated N``, maybe thousands) get no row of the table, only their
 counts in the per-mode and per-category tables; one that means a bug is
 listed with its source.
@@ -37,20 +39,40 @@ def _colour_of(result: ModeResult) -> str:
     return RED
 
 
-def _align(rows: list[list[str]]) -> list[list[str]]:
+MIN_COLUMN = 8
+"""The narrowest a column of the table is cut to when it does not fit the terminal."""
+
+
+def _align(rows: list[list[str]], width: int | None = None) -> list[list[str]]:
+    """``rows`` padded into columns; cut (``…``) widest first to fit ``width`` characters."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [[cell.ljust(w) for cell, w in zip(row, widths)] for row in rows]
+    if width is not None:
+        while sum(widths) + 2 * (len(widths) - 1) > width:
+            widest = max(range(len(widths)), key=widths.__getitem__)
+            if widths[widest] <= MIN_COLUMN:
+                break
+            widths[widest] -= 1
+    return [[_cut(cell, w).ljust(w) for cell, w in zip(row, widths)] for row in rows]
+
+
+def _cut(cell: str, width: int) -> str:
+    return cell if len(cell) <= width else cell[: width - 1] + "…"
 
 
 def render_headline(report: Report, color: bool = False) -> str:
+    """The lead sentence on its own line, then each detail after a dash."""
     lines = []
-    for sentence in headline(summarize(report)):
-        lines.append(_paint(sentence.text, RED, color) if sentence.alarm else sentence.text)
+    for k, sentence in enumerate(headline(summarize(report))):
+        text = sentence.text if k == 0 else f"- {sentence.text}"
+        lines.append(_paint(text, RED, color) if sentence.alarm else text)
     return "\n".join(lines)
 
 
-def render_table(report: Report, color: bool = False) -> str:
-    """One row per program: its category, its cell in each mode and peer, then Zygote's."""
+def render_table(report: Report, color: bool = False, width: int | None = None) -> str:
+    """One row per program: its category, its cell in each mode and peer, then Zygote's.
+
+    ``width``: the terminal's columns, which the table is cut to fit (None: whole cells).
+    """
     header = ["program", "category", *report.systems, ZYGOTE_HEADER]
     rows = [header]
     results = []
@@ -61,9 +83,10 @@ def render_table(report: Report, color: bool = False) -> str:
         rows.append(
             [p.label, p.program.category, *(r.cell for r in row_results), p.program.zygote or "-"]
         )
-    aligned = _align(rows)
-    width = len("  ".join(aligned[0]).rstrip())
-    lines = ["  ".join(aligned[0]).rstrip(), "-" * width]
+    aligned = _align(rows, width)
+    cut = any("…" in a and "…" not in c for r, cs in zip(rows, aligned) for a, c in zip(cs, r))
+    ruler = len("  ".join(aligned[0]).rstrip())
+    lines = ["  ".join(aligned[0]).rstrip(), "-" * ruler]
     for p, cells, row_results in zip(shown, aligned[1:], results):
         first = len(cells) - len(report.systems) - 1
         painted = list(cells)
@@ -73,6 +96,10 @@ def render_table(report: Report, color: bool = False) -> str:
         if any(r.outcome in SILENTLY_WRONG for r in p.modes):
             line += "  " + _paint(WRONG_MARKER, RED, color)
         lines.append(line)
+    if cut:
+        lines.append(
+            f"(cells cut to fit {width} columns: index.html and report.md show them whole)"
+        )
     generated = len(report.programs) - len(shown)
     if generated:
         lines.append(
@@ -175,10 +202,11 @@ def render_categories(report: Report) -> str:
     return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:-1], "-" * len(lines[0]), lines[-1]])
 
 
-def render_text(report: Report, color: bool = False) -> str:
+def render_text(report: Report, color: bool = False, width: int | None = None) -> str:
+    """The terminal summary; ``width``: the terminal's columns (None in a pipe or a log)."""
     sections = [
         render_headline(report, color),
-        render_table(report, color),
+        render_table(report, color, width),
         render_legend(),
         render_verdict_counts(report),
         render_categories(report),

@@ -60,6 +60,7 @@ import numpy as np
 
 import mutagrad
 from mutagrad.core import modes
+from mutagrad.testing import arguments
 from mutagrad.testing.finite_differences import numerical_gradient
 from mutagrad.testing.limits import ProgramTimeout, isolated, time_limit
 
@@ -2248,13 +2249,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m mutagrad.testing.fuzz",
         description="Judge random mutating numpy programs in every mode of mutagrad.",
     )
-    parser.add_argument("--count", type=int, default=1000, help="programs to run (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--out", type=Path, help="write the WRONG and crashing programs here")
-    parser.add_argument("--max-statements", type=int, default=10, help="per program (default 10)")
     parser.add_argument(
-        "--time-limit", type=float, default=10.0, help="seconds per call (default 10)"
+        "--count", type=arguments.count, default=1000, help="programs to run (default 1000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the run (default 0)")
+    parser.add_argument(
+        "--jobs", type=arguments.positive, default=1, help="worker processes (default 1)"
+    )
+    parser.add_argument("--out", type=Path, help="write the WRONG and crashing programs here")
+    parser.add_argument(
+        "--max-statements", type=arguments.positive, default=10, help="per program (default 10)"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=arguments.seconds,
+        default=10.0,
+        help="seconds per call, 0 for none (default 10)",
     )
     parser.add_argument(
         "--no-minimise", action="store_true", help="report failing programs as drawn"
