@@ -19,6 +19,7 @@ import mutagrad
 from mutagrad.core.wrapped import FUNCTION_RULES
 from mutagrad.rules.numpy_source import TRACED, traced_copy
 from mutagrad.testing import check_gradient
+from numpy_compat import EIG_IS_COMPLEX, needs_real_eig
 
 RNG = np.random.default_rng(20261124)
 A = RNG.standard_normal((3, 5))
@@ -285,10 +286,13 @@ OTHERS = [
 
 # Genuine overwrites in numpy's code: polyfit saves lhs for lhs * lhs, then lhs /= scale.
 OTHERS_OVERWRITTEN = {"polyfit x", "polyfit w"}
+NEED_REAL_EIG = {"poly of a matrix", "roots"}  # np.linalg.eigvals of a matrix
 
 
 @pytest.mark.parametrize(("name", "function", "args"), OTHERS, ids=[n for n, _, _ in OTHERS])
 def test_other_functions_traced_through(name, function, args):
+    if name in NEED_REAL_EIG and EIG_IS_COMPLEX:
+        pytest.skip(needs_real_eig.kwargs["reason"])
     expected = function(*[a.copy() for a in args])
     np.testing.assert_array_equal(value_of(function, args, "snapshot"), expected, strict=True)
 

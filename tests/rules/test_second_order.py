@@ -22,6 +22,7 @@ import pytest
 
 import mutagrad.rules
 from mutagrad.testing import check_gradient
+from numpy_compat import EIG_IS_COMPLEX, needs_real_eig
 
 RNG = np.random.default_rng(20240607)
 X = RNG.uniform(0.3, 0.9, (2, 3))  # inside (0, 1): every domain below
@@ -69,6 +70,8 @@ def _creation(x):
 
 
 # (module, name, function, arguments)
+EIG_CASE = "eig"  # skipped where this numpy's eig is complex (issue 22)
+
 CASES = [
     # ufuncs
     ("ufuncs", "exp log sqrt", lambda x: quadratic(np.exp(x) * np.log(x) + np.sqrt(x)), (X,)),
@@ -172,14 +175,15 @@ CASES = [
     ),
     (
         "factorizations",
-        "qr eig",
-        lambda a, e: (
-            quadratic(np.linalg.qr(a)[0])
-            + quadratic(np.linalg.qr(a.T)[1])
-            + quadratic(np.linalg.eigvals(e))
-            + quadratic(np.linalg.eig(e)[1] ** 2)
-        ),
-        (TALL, EIGEN),
+        "qr",
+        lambda a: quadratic(np.linalg.qr(a)[0]) + quadratic(np.linalg.qr(a.T)[1]),
+        (TALL,),
+    ),
+    (
+        "factorizations",
+        EIG_CASE,
+        lambda e: quadratic(np.linalg.eigvals(e)) + quadratic(np.linalg.eig(e)[1] ** 2),
+        (EIGEN,),
     ),
     (
         "factorizations",
@@ -401,6 +405,8 @@ else:
     ("module", "name", "function", "args"), CASES, ids=[f"{m}: {n}" for m, n, _, _ in CASES]
 )
 def test_second_order(module, name, function, args):
+    if name == EIG_CASE and EIG_IS_COMPLEX:
+        pytest.skip(needs_real_eig.kwargs["reason"])
     check_gradient(function, *args, order=2)
 
 

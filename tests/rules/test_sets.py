@@ -17,7 +17,6 @@ unique_all), and numpy's union1d, intersect1d, setdiff1d and setxor1d traced thr
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 import pytest
@@ -29,12 +28,12 @@ from rule_checks import rules_defined_in, weights
 
 import mutagrad
 from mutagrad.testing.finite_differences import numerical_gradient
+from numpy_compat import UNIQUE_TAKES_SORTED
 
 check_op = functools.partial(rule_checks.check_op, order=2, quadratic=True)
 
 UNIQUE_FUNCTIONS = (np.unique, np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all)
 SET_FUNCTIONS = (np.union1d, np.intersect1d, np.setdiff1d, np.setxor1d)
-UNIQUE_TAKES_SORTED = "sorted" in inspect.signature(np.unique).parameters  # numpy 2.3 and later
 
 # -- helpers -------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ turn.
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -545,6 +546,21 @@ def kron(a, b):
     return np.reshape(np.multiply(a, b), tuple(np.multiply(a_shape, b_shape)))
 
 
+def _cross_takes_2d() -> bool:
+    """Whether this numpy's np.cross takes 2-component vectors (deprecated in numpy 2.0,
+    refused from 2.5): asked of numpy itself."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            np.cross(np.ones(2), np.ones(2))
+        except ValueError:
+            return False
+    return True
+
+
+_CROSS_TAKES_2D = _cross_takes_2d()
+
+
 @implements(np.cross)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
@@ -554,6 +570,11 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     na, nb = np.shape(a)[-1], np.shape(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    if not _CROSS_TAKES_2D and (na, nb) != (3, 3):  # numpy's own refusal
+        raise ValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, but they are "
+            f"{na} and {nb} dimensional instead."
+        )
     # numpy's arithmetic: a missing z component is zero.
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
     z = a0 * b1 - a1 * b0

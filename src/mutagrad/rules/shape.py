@@ -320,6 +320,11 @@ def column_stack(tup):
     return np.concatenate(columns, axis=1)
 
 
+# numpy 2.5 returns a tuple from meshgrid whatever the options; before, a list when sparse
+# and not copied. Asked of numpy itself, so the rule follows the numpy it runs on.
+_SPARSE_GRIDS_IN_A_LIST = isinstance(np.meshgrid(np.zeros(1), sparse=True, copy=False), list)
+
+
 @implements(np.meshgrid)
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if indexing not in ("xy", "ij"):
@@ -335,4 +340,4 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         output = broadcast_arrays(*output)
     if copy:
         output = tuple(np.copy(x) for x in output)
-    return output  # a list when sparse and not copied, as numpy's
+    return output if _SPARSE_GRIDS_IN_A_LIST else tuple(output)  # the type numpy gives
