@@ -188,10 +188,13 @@ def test_a_narrow_terminal_gets_the_table_cut_to_fit(capsys):
 
 
 def test_version_and_help_work_from_the_installed_command():
-    done = run_cli("--version")
-    assert done.returncode == EXIT_OK and done.stdout.startswith("mutagrad ")
-    helped = run_cli("report", "--help")
-    assert helped.returncode == EXIT_OK and "--out DIR" in helped.stdout
+    script = Path(sys.executable).with_name("mutagrad")  # pip puts it beside the interpreter
+    if not script.exists():
+        pytest.skip("mutagrad is not installed in this environment (only importable)")
+    for arguments, says in ((["--version"], "mutagrad 0"), (["report", "--help"], "--out DIR")):
+        done = subprocess.run([str(script), *arguments], capture_output=True, text=True,
+                              timeout=120, check=False)  # fmt: skip
+        assert done.returncode == EXIT_OK and says in done.stdout, done.stderr
 
 
 def test_the_exit_statuses_are_documented_in_the_readme():
