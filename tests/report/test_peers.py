@@ -257,7 +257,8 @@ BLOCK_PEERS = (
 
 
 def test_without_the_peers_the_report_is_mutagrads_and_says_how_to_add_them(tmp_path):
-    command = [sys.executable, "-c", BLOCK_PEERS, "report", "--corpus", str(SMALL_CORPUS)]
+    command = [sys.executable, "-c", BLOCK_PEERS, "report", "--corpus", str(SMALL_CORPUS),
+               "--fuzz", "0"]  # fmt: skip
     done = subprocess.run(
         [*command, "--out", str(tmp_path), "--repeats", "1"],
         capture_output=True,

@@ -248,7 +248,8 @@ def test_index_html_without_matplotlib_says_how_to_get_plots(monkeypatch):
 
 def test_out_defaults_to_mutagrad_report_in_the_working_directory(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    status = main(["report", "--corpus", str(SMALL_CORPUS), "--select", "pure", "--repeats", "1"])
+    status = main(["report", "--corpus", str(SMALL_CORPUS), "--select", "pure", "--repeats", "1",
+                   "--fuzz", "0"])  # fmt: skip
     assert status == 0
     assert sorted(p.name for p in (tmp_path / "mutagrad-report").iterdir()) == sorted(REPORT_FILES)
     assert "(1 program, " in capsys.readouterr().out
@@ -257,6 +258,7 @@ def test_out_defaults_to_mutagrad_report_in_the_working_directory(tmp_path, monk
 def test_select_matches_names_and_categories(tmp_path, capsys):
     status = main(
         ["report", "--corpus", str(SMALL_CORPUS), "--select", "seed", "--select", "pure",
+         "--fuzz", "0",
          "--out", "", "--repeats", "1"]
     )  # fmt: skip
     assert status == 0
@@ -313,7 +315,7 @@ CORPUS = [
 def test_exit_status_is_1_for_a_wrong_gradient_unless_marked_as_a_known_issue(tmp_path, capsys):
     corpus = tmp_path / "wrong_rules.py"
     corpus.write_text(WRONG_RULE_CORPUS)
-    common = ["report", "--corpus", str(corpus), "--out", "", "--repeats", "1"]
+    common = ["report", "--corpus", str(corpus), "--out", "", "--repeats", "1", "--fuzz", "0"]
     assert main([*common, "--select", "plain"]) == 1
     out = capsys.readouterr().out
     assert "SILENTLY WRONG values or gradients: plain wrong [strict, poison, snapshot]." in out
@@ -334,7 +336,7 @@ def test_both_pages_list_the_programs_that_reproduce_a_known_bug(tmp_path):
     corpus = tmp_path / "wrong_rules.py"
     corpus.write_text(WRONG_RULE_CORPUS)
     out = tmp_path / "out"
-    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1"]
+    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1", "--fuzz", "0"]
     assert main([*args, "--select", "known"]) == 0
     markdown = (out / "report.md").read_text()
     assert "## Known mutagrad bugs reproduced by the corpus" in markdown
@@ -377,7 +379,7 @@ def test_errors_in_the_users_programs_get_their_own_heading_and_status_2(tmp_pat
     corpus = tmp_path / "broken.py"
     corpus.write_text(BROKEN_CORPUS)
     out = tmp_path / "out"
-    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1"]
+    args = ["report", "--corpus", str(corpus), "--out", str(out), "--repeats", "1", "--fuzz", "0"]
     assert main([*args, "--engines", "mutagrad"]) == 2
     text = capsys.readouterr().out
     assert "BUGS" not in text and "No crash, no timeout." in text
