@@ -29,6 +29,7 @@ import numpy as np
 
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
+    RUNNING,
     STATE,
     ZERO,
     BackwardPass,
@@ -38,8 +39,7 @@ from mutagrad.core.engine import (
     Trace,
     backward,
     collector_paused,
-    start_running,
-    stop_running,
+    raise_other_thread_error,
 )
 from mutagrad.core.memory import copy_keeping_layout
 from mutagrad.core.messages import (
@@ -153,28 +153,28 @@ def _can_freeze(x: np.ndarray) -> bool:
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             seen_writeable = True
-        elif seen_writeable and id(a) not in _FREEZES:
+        elif seen_writeable and not _frozen_by_a_call(a):
             return False
         a = a.base
     return True
 
 
-def read_only_by_its_owner(x: np.ndarray) -> bool:
-    """Whether ``x`` is read-only, and not because a running gradient call froze it."""
-    with _FREEZES_LOCK:  # (a call in another thread may be freezing or thawing it)
-        if x.flags.writeable:
-            return False
-        entry = _FREEZES.get(id(x))
-        return entry is None or entry[0] is not x
+def _frozen_by_a_call(a: np.ndarray) -> bool:
+    """Whether a running gradient call made ``a`` read-only (the lock is held)."""
+    return any(a is frozen for call in _ACTIVE.values() for frozen in call.arrays)
 
 
-# Every caller's array that gradient calls made read-only, by id: [array, how many
-# calls froze it]. Calls in several threads may freeze one array: the first makes it
-# read-only, the last to finish makes it writeable again; a view that numpy will not
-# make writeable while its base is still frozen waits in _WAITING for the base.
-_FREEZES: dict[int, list[Any]] = {}
+# The Frozen of every running gradient call that made arrays read-only. A call makes
+# read-only only what is writeable, and writeable again when it returns; another call
+# (a thread, a nested call) that meets such an array read-only copies it instead of
+# borrowing it, and freezes nothing: what the first call's thaw leaves unprotected, the
+# fingerprint check of every call still sees. A view that numpy will not make writeable
+# while its base is frozen waits in _WAITING until the base thaws. One lock orders
+# freezing, thawing and the question which read-only array is whose.
+_ACTIVE: dict[int, Frozen] = {}
 _WAITING: list[np.ndarray] = []
-_FREEZES_LOCK = threading.Lock()
+_FREEZING = threading.Lock()
+_lock, _unlock = _FREEZING.acquire, _FREEZING.release  # (freeze and thaw run on every call)
 
 
 class Frozen:
@@ -182,59 +182,71 @@ class Frozen:
 
     The one place mutagrad changes a caller's array's flags: a gradient call
     freezes its array arguments, ``checkpointed`` the ndarrays its function
-    can reach, so that a write to them by name raises as numpy raises. Calls
-    running at once (threads, nested calls) share the count in ``_FREEZES``,
-    so one call's protection never outlasts it or changes what another sees.
+    can reach, so that a write to them by name raises as numpy raises.
+    ``freeze``/``thaw`` take the lock; the ``_held`` versions are for a caller
+    that holds it (GradientCall, which decides borrowing under it too).
     """
 
     __slots__ = ("arrays",)
 
     def __init__(self) -> None:
-        self.arrays: list[np.ndarray] = []
+        self.arrays: list[np.ndarray] = []  # (its owner may append what it froze itself)
 
-    def freeze(self, x: np.ndarray) -> bool:
-        """Make ``x`` and the arrays it views read-only; False if that could not be undone."""
-        if x.base is not None and not _can_freeze(x):
-            return False
-        with _FREEZES_LOCK:
+    def freeze(self, arrays: list[np.ndarray]) -> None:
+        """Make each array and the arrays it views read-only (see :func:`_can_freeze`)."""
+        _lock()
+        try:
+            self.freeze_held(arrays)
+        finally:
+            _unlock()
+
+    def freeze_held(self, arrays: list[np.ndarray]) -> None:
+        """:meth:`freeze`, the lock held (and what its owner froze itself registered)."""
+        frozen = self.arrays
+        for x in arrays:
             a: Any = x
-            while isinstance(a, np.ndarray):
-                entry = _FREEZES.get(id(a))
-                if entry is not None and entry[0] is a:
-                    entry[1] += 1
-                    self.arrays.append(a)
-                elif a.flags.writeable:
-                    a.flags.writeable = False
-                    _FREEZES[id(a)] = [a, 1]
-                    self.arrays.append(a)
+            while True:
+                if a.flags.writeable:
+                    a.setflags(write=False)  # (cheaper than a.flags.writeable = False)
+                    frozen.append(a)
                 a = a.base
-        return True
+                if a is None or not isinstance(a, np.ndarray):
+                    break
+        if frozen:
+            _ACTIVE[id(self)] = self
 
     def thaw(self) -> None:
-        with _FREEZES_LOCK:
-            for a in reversed(self.arrays):  # views before the arrays they view
-                entry = _FREEZES[id(a)]
-                entry[1] -= 1
-                if entry[1] == 0:
-                    del _FREEZES[id(a)]
-                    _WAITING.append(a)
-            self.arrays = []
+        if not self.arrays:
+            return
+        _lock()
+        try:
+            self.thaw_held()
+        finally:
+            _unlock()
+
+    def thaw_held(self) -> None:
+        if not self.arrays:
+            return
+        for a in reversed(self.arrays):  # views before the arrays they view
+            try:
+                a.setflags(write=True)
+            except ValueError:  # a base another call still freezes
+                _WAITING.append(a)
+        self.arrays = []
+        del _ACTIVE[id(self)]
+        if _WAITING:
             _thaw_waiting()
 
 
 def _thaw_waiting() -> None:
-    """Make writeable again what no call freezes any more, views after their bases."""
-    progress = True
-    while progress and _WAITING:
-        progress = False
-        still = []
-        for a in _WAITING:
-            try:
-                a.flags.writeable = True
-                progress = True
-            except ValueError:  # a base another call still freezes: later
-                still.append(a)
-        _WAITING[:] = still
+    """Make writeable the views whose bases no call freezes any more (the lock is held)."""
+    still = []
+    for a in _WAITING:
+        try:
+            a.setflags(write=True)
+        except ValueError:
+            still.append(a)
+    _WAITING[:] = still
 
 
 class GradientCall:
@@ -259,12 +271,14 @@ class GradientCall:
         "frozen",
         "inputs",
         "leaves",
+        "locked",
         "param_nodes",
         "params",
         "parent",
         "rebuild",
         "start",
         "tape",
+        "to_freeze",
         "trace",
         "watched",
     )
@@ -296,11 +310,22 @@ class GradientCall:
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
+        # The caller's arrays to freeze. Borrowing and freezing happen under the lock
+        # of Frozen (taken at the first array argument), so that a call in another
+        # thread cannot freeze an array between this one's check and its borrow.
+        self.to_freeze: list[np.ndarray] = []
+        self.locked = False
         try:
-            self.args = self.rebuild([self._wrap(x) for x in leaves])
+            wrapped = [self._wrap(x) for x in leaves]
+            if self.locked:
+                self.frozen.freeze_held(self.to_freeze)  # (and registers what _wrap froze)
         except BaseException:
-            self.thaw()  # an argument refused: the ones before it are the caller's again
+            self.frozen.thaw_held()  # an argument refused: the caller's arrays are theirs again
             raise
+        finally:
+            if self.locked:
+                _unlock()
+        self.args = tuple(wrapped) if self.rebuild is FLAT_TUPLE else self.rebuild(wrapped)
         if len(self.watched) > 1:
             _mark_shared_inputs(self.watched)
         self.params = params
@@ -323,22 +348,25 @@ class GradientCall:
             # before the call (``v = a[:]``, a memoryview, np.frombuffer)
             # stays writable whatever flags are set here: a write through it
             # during f is caught by the fingerprint check in :meth:`run`.
+            if not self.locked:
+                _lock()  # (released by __init__, after freezing)
+                self.locked = True
             flags = x.flags
-            w = None
-            if self.borrow and (
-                # the common case, the caller's own array, decided without a call
-                (x.base is None and flags.writeable and (flags.c_contiguous or flags.f_contiguous))
-                or _borrowable(x)
-            ):
+            if self.borrow and x.base is None and flags.writeable and (
+                flags.c_contiguous or flags.f_contiguous
+            ):  # the common case, the caller's own array: borrowed and frozen here
                 w = self._borrow(x)
-            if w is not None:
-                self.frozen.freeze(x)
+                x.setflags(write=False)  # (the view stays writeable: made before)
+                self.frozen.arrays.append(x)
+            elif self.borrow and _borrowable(x):
+                w = self._borrow(x)
+                self.to_freeze.append(x)
             else:
                 w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
-                if not flags.writeable and read_only_by_its_owner(x):
+                if not flags.writeable and not _frozen_by_a_call(x):
                     w._raw.flags.writeable = False  # numpy would refuse f's writes to it
-                else:
-                    self.frozen.freeze(x)
+                elif x.base is None or _can_freeze(x):
+                    self.to_freeze.append(x)
             self.watched.append((x, fingerprint(x), w))
         elif not _is_differentiable_leaf(x):
             if not passes_through(x):
@@ -370,16 +398,12 @@ class GradientCall:
         self.inputs.append(node)
         return w
 
-    def _borrow(self, x: np.ndarray) -> WrappedArray | None:
+    def _borrow(self, x: np.ndarray) -> WrappedArray:
         """A WrappedArray over the caller's array, copied on its first write.
 
-        Made before ``x`` is frozen, so that its view of ``x`` stays writeable;
-        None if a call in another thread froze ``x`` first (it is copied then).
+        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
         """
-        view = x.view()  # made before x is frozen: stays writable
-        if not view.flags.writeable:
-            return None
-        w = WrappedArray(view)
+        w = WrappedArray(x.view())
         w._flags = BORROWED
         w._views = []
         self.borrowed.append(w)
@@ -428,7 +452,8 @@ class GradientCall:
         if not callable(f):
             raise TypeError(not_callable_message(f))
         trace = self.trace
-        token = start_running(trace)
+        RUNNING.append(trace)
+        token = STATE.set(trace)
         try:
             out = f(*self.args, **kwargs) if kwargs else f(*self.args)
         except MutagradError:
@@ -440,7 +465,10 @@ class GradientCall:
             raise explanation from error
         finally:
             forget_conversion_errors()
-            stop_running(trace, token)
+            STATE.reset(token)
+            RUNNING.remove(trace)  # (threads: not always the last one)
+            if self.tape.other_thread_error is not None:
+                raise_other_thread_error(self.tape)
         if self.watched:
             self.check_arguments_unchanged()
         return out
@@ -569,7 +597,7 @@ class GradientCall:
         grads = []
         for leaf, node in zip(self.leaves, self.inputs):
             grads.append(None if node is None or bk is None else _input_gradient(leaf, node, bk))
-        return self.rebuild(grads, gradient=True)
+        return tuple(grads) if self.rebuild is FLAT_TUPLE else self.rebuild(grads, gradient=True)
 
     def finish(self) -> None:
         if self.frozen.arrays:
@@ -709,7 +737,8 @@ def _unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -
 
 
 def _first(out: Any) -> Any:
-    return out[0] if isinstance(out, tuple) and not isinstance(out, WrappedValue) else out
+    # (WrappedValue first: isinstance(out, tuple) would ask a traced value its __class__)
+    return out[0] if not isinstance(out, WrappedValue) and isinstance(out, tuple) else out
 
 
 def _seed(node: Node) -> Any:

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import Frozen, GradientCall, _input_gradient
+from mutagrad.api import Frozen, GradientCall, _can_freeze, _input_gradient
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     STATE,
@@ -280,8 +280,8 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     bound = _bind(closed, tape, segment.bit, [None] * len(closed))
     # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
     read_only = Frozen()
-    for a in raw + [x for x in leaves if is_raw_array(x)]:
-        read_only.freeze(a)
+    read_only.freeze([a for a in raw + [x for x in leaves if is_raw_array(x)]
+                      if a.base is None or _can_freeze(a)])  # fmt: skip
     token = STATE.set(segment)
     try:
         out = f(*received)

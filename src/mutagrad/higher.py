@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import (
-    passes_through,
     GradientCall,
     _input_gradient,
     _nested_output,
     array,
     call_with_gradient,
     implicit_parameters,
+    passes_through,
 )
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused

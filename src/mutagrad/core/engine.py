@@ -38,7 +38,7 @@ import gc
 import threading
 import weakref
 from collections.abc import Callable
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from itertools import islice
 from threading import get_ident
 from typing import Any
@@ -77,15 +77,11 @@ class Tape:
         "journal",
         "nodes",
         "other_thread_error",
-        "running",
         "touched",
     )
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        # The traces whose function is running now, innermost last: a traced
-        # value reached from another thread belongs to a call still recording.
-        self.running: list[Trace] = []
         # The first refusal of such a use: the thread that met it may swallow it
         # (threading's excepthook prints it), so the gradient call raises it too.
         self.other_thread_error: MutagradError | None = None
@@ -182,21 +178,11 @@ class Trace:
         self.thread = get_ident()
 
 
-def start_running(trace: Trace) -> Token[Trace | None]:
-    """Make ``trace`` current while its function runs (undo with :func:`stop_running`)."""
-    trace.tape.running.append(trace)
-    return STATE.set(trace)
-
-
-def stop_running(trace: Trace, token: Token[Trace | None]) -> None:
-    """The function of ``trace`` returned: raise what another thread was refused meanwhile."""
-    STATE.reset(token)
-    tape = trace.tape
-    tape.running.remove(trace)
+def raise_other_thread_error(tape: Tape) -> None:
+    """The function of a call on ``tape`` returned: raise what another thread was refused."""
     error = tape.other_thread_error
-    if error is not None:
-        tape.other_thread_error = None
-        raise error
+    tape.other_thread_error = None
+    raise error  # type: ignore[misc]
 
 
 def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
@@ -207,8 +193,9 @@ def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
     thread started inside ``f``, or a pool's worker) and would count as a
     constant here, with a wrong gradient.
     """
-    running = tape.running
-    if not running or running[-1].thread == get_ident():
+    here = get_ident()
+    running = [t for t in RUNNING if t.tape is tape]
+    if not running or any(t.thread == here for t in running):
         return
     owner = running[-1].thread
     names = {t.ident: t.name for t in threading.enumerate()}
@@ -247,6 +234,10 @@ def refuse_other_thread_write(trace: Trace, operation: str, site: Site | None) -
 
 
 STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
+# The traces whose function is running now, in any thread (api.GradientCall.run
+# appends and removes them). Where no trace is active, a traced value of one of
+# their tapes came from another thread; while this is empty, none can have.
+RUNNING: list[Trace] = []
 
 
 class Node:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
+from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY
@@ -111,7 +111,8 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         return make_view(w, result)
     trace = STATE.get()
     if trace is None:
-        check_thread(w, "indexing")
+        if RUNNING:  # a gradient call runs: is w its, and are we in another thread?
+            check_thread(w, "indexing")
         # No gradient call: numpy's own scalar, as ndarray indexing gives (it is
         # immutable and carries nothing to trace). Not a np.void, which is a
         # writable view of its array's memory.

@@ -28,14 +28,15 @@ import numpy as np
 
 from mutagrad.core import indexing
 from mutagrad.core.engine import (
-    refuse_other_thread_write,
     EXPORTED,
+    RUNNING,
     STATE,
     Node,
     Trace,
     VjpRule,
     WriteRecord,
     refuse_complex,
+    refuse_other_thread_write,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.messages import conversion_message, missing_rule_message
@@ -392,26 +393,29 @@ def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
     when no trace is active, no flag of ``w`` or its base asks for more, and
     no capture lives on the base: a pullback's saved value (``pullback``'s
     ``back`` runs later, outside any trace), an inert capture of a released
-    tape (the slow path drops it), or a checkpoint's guard. Nor when the array
-    belongs to a gradient call running in another thread (refused there).
+    tape (the slow path drops it), or a checkpoint's guard. Nor when a gradient
+    call is running (in another thread) and the array's value is on a tape.
     """
-    if (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures:
-        return False
-    n = base._node
-    return n is None or not n.tape.running
+    return not (
+        (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS
+        or base._captures
+        or (RUNNING and base._node is not None)
+    )
 
 
 @array_method("setitem")
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
-    if type(index) is int and isinstance(value, _NUMBERS) and STATE.get() is None:
+    # (STATE first: isinstance would ask a traced scalar its __class__, a Python property)
+    if type(index) is int and STATE.get() is None and isinstance(value, _NUMBERS):
         # y[i] = number outside any gradient call: _assign_untraced's commonest
         # case, unrolled (an int index is its own normalized index).
         base = w._base
         if base is None:
             base = w
-        n = base._node
-        if not ((w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures) and (
-            n is None or not n.tape.running
+        if not (
+            (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS
+            or base._captures
+            or (RUNNING and base._node is not None)  # (a call's, in another thread?)
         ):
             w._raw[index] = value
             base._version += 1
@@ -529,10 +533,11 @@ def _assign_untraced(w: WrappedArray, key: Any, basic: bool, value: Any) -> bool
     if base is None:
         base = w
     # _writes_plainly, inlined: this runs for every element written outside a trace.
-    if (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS or base._captures:
-        return False
-    n = base._node
-    if n is not None and n.tape.running:
+    if (
+        (w._flags | base._flags) & _UNTRACED_WRITE_FLAGS
+        or base._captures
+        or (RUNNING and base._node is not None)
+    ):
         return False
     kind = type(value)
     if kind is float or kind is int:
@@ -643,8 +648,8 @@ def write_in_place(
                 if (kind is list or kind is tuple) and holds_wrapped(a):
                     break
                 if isinstance(a, WrappedValue):
-                    if runs_elsewhere(a):
-                        break  # operand refuses it
+                    if RUNNING and runs_elsewhere(a):
+                        break  # (operand refuses it if its call runs in another thread)
                     a = a._raw
                 raw_inputs.append(a)
             else:

@@ -40,6 +40,7 @@ import numpy as np
 from mutagrad.core import engine
 from mutagrad.core.engine import (
     EXPORTED,
+    RUNNING,
     STATE,
     Node,
     Rule,
@@ -123,9 +124,9 @@ class WrappedValue:
         "__weakref__",
         "_base",
         "_captures",
-        "_raw",
         "_flags",
         "_node",
+        "_raw",
         "_version",
         "_views",
     )
@@ -140,10 +141,12 @@ class WrappedValue:
             # (isinstance answers numpy's type for a traced value too)
             and (not isinstance(data, np.generic) or isinstance(data, WrappedValue))
         ):
-            if isinstance(data, np.ndarray) and not isinstance(data, WrappedValue):
-                if kind not in PLAIN_SUBCLASSES:
-                    # np.matrix, np.ma.MaskedArray: an operation's result, or an argument
-                    raise NotDifferentiableError(subclass_message(kind, "a value"))
+            if (
+                isinstance(data, np.ndarray)
+                and not isinstance(data, WrappedValue)
+                and kind not in PLAIN_SUBCLASSES
+            ):  # np.matrix, np.ma.MaskedArray: an operation's result, or an argument
+                raise NotDifferentiableError(subclass_message(kind, "a value"))
             data = np.asarray(data)
         self._raw = data
         self._node = node
@@ -759,7 +762,8 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
             check_plain(x)
         return x, None
     if tape is None:
-        check_thread(x, "an operation")
+        if RUNNING:  # a gradient call runs: is x its, and are we in another thread?
+            check_thread(x, "an operation")
         return x._raw, None
     if x._base is None:
         n = x._node
@@ -952,7 +956,8 @@ def is_active(w: WrappedArray) -> bool:
     """
     trace = STATE.get()
     if trace is None:
-        check_thread(w, "a conversion")
+        if RUNNING:  # a gradient call runs: is w its, and are we in another thread?
+            check_thread(w, "a conversion")
         return False
     if w._flags & DETACHED:
         return False
@@ -979,15 +984,17 @@ def check_thread(w: WrappedValue, operation: str) -> None:
     """
     base = w._base
     n = w._node if base is None or w._flags & PINNED else base._node
-    if n is not None and n.tape.running and not w._flags & DETACHED:
+    if n is not None and not w._flags & DETACHED:
         refuse_other_thread(n.tape, operation, user_site(3))
 
 
 def runs_elsewhere(w: WrappedValue) -> bool:
     """Whether ``w``'s value is on the tape of a call whose function is running (any thread)."""
+    if not RUNNING:
+        return False
     base = w._base if w._base is not None else w
     n = base._node
-    return n is not None and bool(n.tape.running)
+    return n is not None and any(t.tape is n.tape for t in RUNNING)
 
 
 def any_active(values: Any) -> bool:

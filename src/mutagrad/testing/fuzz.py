@@ -17,8 +17,13 @@ a silently wrong number:
   an input, ``.sort()``, ``.partition()``, ``.fill()``), masks, index arrays
   and constants that pullbacks read and that are mutated afterwards, float32,
   int, bool and complex intermediates, views of the caller's array made
-  outside ``f`` and written inside it, arguments that share memory, and
-  ``mutagrad.checkpointed`` blocks that write their argument.
+  outside ``f`` and written inside it, arguments that share memory,
+  ``mutagrad.checkpointed`` blocks that write their argument, and what a
+  program asks Python rather than numpy: ``isinstance``/``np.isscalar``
+  branches on arrays and elements, the ``np.asarray`` guard of library code,
+  builtins on elements (``round``, ``math.floor``, ``divmod``, formatting),
+  work in a thread ``f`` starts, container arguments (OrderedDict,
+  defaultdict, namedtuple, dataclass) and masked-array arguments.
   :func:`mutagrad.testing.strategies.fuzz_programs` draws blueprints with
   hypothesis instead.
 * :func:`judge` is the oracle. It runs the program on plain ndarrays (the
@@ -47,6 +52,7 @@ import functools
 import random
 import sys
 import textwrap
+import threading
 import traceback
 import warnings
 from collections import Counter
@@ -119,6 +125,8 @@ SETUPS: tuple[str, ...] = (
     *["views made outside f"] * 2,
     "mask argument",
     "index argument",
+    "container argument",
+    "masked argument",
 )
 
 _KIND_WEIGHTS: dict[str, int] = {
@@ -172,6 +180,11 @@ _KIND_WEIGHTS: dict[str, int] = {
     "flat": 1,
     "out reduction": 2,
     "library out": 2,
+    # what a program asks Python rather than numpy
+    "type branch": 3,
+    "normalising helper": 2,
+    "builtin on element": 2,
+    "thread": 1,
 }
 #: Statement kinds, each repeated by its weight; a step's first integer indexes this.
 STEP_KINDS: tuple[str, ...] = tuple(k for k, w in _KIND_WEIGHTS.items() for _ in range(w))
@@ -220,9 +233,18 @@ def generate(rng: random.Random, max_statements: int = 10) -> FuzzProgram:
 _PROGRAM_FILENAME = "<fuzz program>"
 
 
+# What a program may use besides numpy: the modules its Python-facing statements need.
+_PROGRAM_IMPORTS = (
+    "import dataclasses, math, numbers, threading",
+    "from collections import OrderedDict, defaultdict, namedtuple",
+    "from concurrent.futures import ThreadPoolExecutor",
+)
+
+
 @functools.lru_cache(maxsize=256)
 def _namespace(source: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"np": np, "mutagrad": mutagrad}
+    exec("\n".join(_PROGRAM_IMPORTS), namespace)
     exec(compile(source, _PROGRAM_FILENAME, "exec"), namespace)
     return namespace
 
@@ -274,6 +296,7 @@ class FuzzProgram:
             [
                 "import numpy as np",
                 "import mutagrad",
+                *_PROGRAM_IMPORTS,
                 "",
                 self.source,
                 "",
@@ -534,6 +557,24 @@ class _Renderer:
             params, sources = ["x", "k"], [0, None]
             picks = [self.blueprint.values[k] % shape[0] for k in range(3)]
             arguments = ["a0", f"np.array({picks})"]
+        elif setup == "container argument":
+            # The array reaches f inside a container: a pytree that gradients mirror.
+            forms = [
+                ("", "OrderedDict(w=a0)", 'p["w"]'),
+                ("", "defaultdict(list, w=a0)", 'p["w"]'),
+                ('Pair = namedtuple("Pair", "w c")', "Pair(a0, 1.0)", "p.w"),
+                ("@dataclasses.dataclass\nclass Holder:\n    w: object\n    c: float = 1.0",
+                 "Holder(a0)", "p.w"),
+            ]  # fmt: skip
+            definition, container, access = forms[self.blueprint.values[0] % len(forms)]
+            if definition:
+                self.outside.append(definition)
+            params, arguments = ["p"], [container]
+            self.lines.append(f"x = {access}")
+        elif setup == "masked argument":
+            # An ndarray subclass whose operations differ from a plain array's: refused.
+            mask = self._mask_literal(shape, self.blueprint.values[1])
+            arguments = [f"np.ma.array(a0, mask=~{mask})"]
         self.shape = shape
         self.n_inputs = inputs
         self.params = params
@@ -541,6 +582,9 @@ class _Renderer:
         self.argument_sources = tuple(sources)
         probe = [np.zeros(shape) for _ in range(inputs)]
         for name, argument, source in zip(params, arguments, sources):
+            if setup == "container argument":
+                self.vars.append(_Var("x", shape, "f8", argument_memory=True))
+                continue
             if source is None:
                 if name == "m":
                     self.vars.append(_Var("m", shape, "b1", role="mask"))
@@ -1638,6 +1682,86 @@ class _Renderer:
         self.lines.append(d.pick(forms).format(t.name))
         return True
 
+    # -- what a program asks Python rather than numpy -------------------------
+
+    def _element(self, d: _Draw, a: _Var) -> str:
+        index = ", ".join(str(d.number() % (2 * n) - n) for n in a.shape)
+        return f"{a.name}[{index}]"
+
+    def step_type_branch(self, d: _Draw) -> bool:
+        """``isinstance`` / ``np.isscalar`` branches on a traced array or element."""
+        a = self._pick_array(d, ("f8",))
+        if a is None or not a.shape:
+            return False
+        if d.chance(50):
+            test = d.pick([
+                "isinstance({0}, np.ndarray)", "not isinstance({0}, np.generic)",
+                "not np.isscalar({0})", "np.ndim({0}) == " + str(len(a.shape)),
+                "isinstance({0}, np.ndarray) and {0}.shape == " + repr(a.shape),
+            ]).format(a.name)  # fmt: skip
+            t = self._name("t")
+            self.lines += [f"if {test}:", f"    {t} = {a.name} * 2.0", "else:",
+                           f"    {t} = {a.name} + 1.0"]  # fmt: skip
+            self.vars.append(_Var(t, a.shape, "f8"))
+            return True
+        element = self._element(d, a)
+        test = d.pick([
+            "isinstance({0}, float)", "isinstance({0}, np.floating)",
+            "isinstance({0}, numbers.Real)", "np.isscalar({0})", "not isinstance({0}, np.ndarray)",
+            "isinstance({0}, (int, float)) and not isinstance({0}, bool)",
+        ]).format(element)  # fmt: skip
+        scalar = self._name("s")
+        self.lines += [f"if {test}:", f"    {scalar} = {element} * 3.0", "else:",
+                       f"    {scalar} = {element} - 1.0"]  # fmt: skip
+        self.vars.append(_Var(scalar, (), "f8", role="scalar"))
+        return True
+
+    def step_normalising_helper(self, d: _Draw) -> bool:
+        """The guard of library code: ``if not isinstance(a, np.ndarray): a = np.asarray(a)``."""
+        a = self._pick_array(d, ("f8",))
+        if a is None:
+            return False
+        if not any(line.startswith("def _as_array") for line in self.lines):
+            self.lines += ["def _as_array(v):", "    if not isinstance(v, np.ndarray):",
+                           "        v = np.asarray(v)", "    return v"]  # fmt: skip
+        if a.shape and d.chance(25):  # an element: numpy makes a 0-d array of it
+            self._define("s", f"np.sum(_as_array({self._element(d, a)}) * 2.0)", (), "f8",
+                         role="scalar")  # fmt: skip
+        else:
+            self._define("t", f"_as_array({a.name}) * 1.5", a.shape, "f8")
+        return True
+
+    def step_builtin_on_element(self, d: _Draw) -> bool:
+        """Python's builtins on an element: round, math.floor, divmod, formatting, max."""
+        a = self._pick_array(d, ("f8",))
+        if a is None or not a.shape:
+            return False
+        e = self._element(d, a)
+        form = d.pick([
+            "round({0}, 2) * {0}", "math.floor({0} * 3.0) + {0}", "divmod({0}, 0.7)[1] * 2.0",
+            "math.trunc({0} * 2.0) * {0}", "len(f'{{{0}:.3f}}') + {0}", "max({0}, 0.2) * {0}",
+            "abs({0}) + sum([{0}, {0} * 2.0])", "math.ceil({0}) - {0}",
+        ]).format(e)  # fmt: skip
+        self._define("s", form, (), "f8", role="scalar")
+        return True
+
+    def step_thread(self, d: _Draw) -> bool:
+        """Work on a traced value in a thread ``f`` starts (refused: the thread is not traced)."""
+        a = self._pick_array(d, ("f8",))
+        if a is None:
+            return False
+        t = self._name("t")
+        if d.chance(50):
+            self.lines += ["with ThreadPoolExecutor(1) as _pool:",
+                           f"    {t} = _pool.submit(np.sin, {a.name}).result()"]  # fmt: skip
+        else:
+            box = self._name("box")
+            work = f"lambda: {box}.append(np.cos({a.name}))"
+            self.lines += [f"{box} = []", f"_thread = threading.Thread(target={work})",
+                           "_thread.start()", "_thread.join()", f"{t} = {box}[0]"]  # fmt: skip
+        self.vars.append(_Var(t, a.shape, "f8"))
+        return True
+
     def step_library_out(self, d: _Draw) -> bool:
         t = self._target(d)
         if t is None:
@@ -1718,7 +1842,7 @@ class _Renderer:
         if ending == ENDING_COUNT - 2:
             return f"({total}) > 0.0"
         if ending == ENDING_COUNT - 1:
-            return f"np.sum({self.params[0]} > 0.5)"
+            return f"np.sum({self.vars[0].name} > 0.5)"
         return total
 
     def source(self) -> str:
@@ -1843,10 +1967,20 @@ class _Reference:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence numpy's warnings (complex casts, overflow): the comparisons judge the results."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        yield
+    """Silence numpy's warnings (complex casts, overflow) and the report of an exception that
+    ends a thread the program started: the comparisons judge the results."""
+    hook = threading.excepthook
+    threading.excepthook = _ignore_thread_exception
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        threading.excepthook = hook
+
+
+def _ignore_thread_exception(args: Any) -> None:
+    """A program's thread died (mutagrad refused its work): the gradient call says so."""
 
 
 def _first_line(error: BaseException) -> str:
@@ -1932,6 +2066,10 @@ def _input_gradients(
     for k, (arg, g, source) in enumerate(zip(args, grads, program.argument_sources)):
         if source is None or g is None:
             continue
+        if not isinstance(arg, np.ndarray):  # a container argument: its array is field w
+            arg, g = _field_w(arg), _field_w(g)
+            if g is None:
+                continue
         if np.iscomplexobj(g):
             return f"the gradient of argument {k} is complex: {g!r}"
         g = np.asarray(g, dtype=float)
@@ -1943,6 +2081,11 @@ def _input_gradients(
         else:  # a copy in another layout or precision: same shape, same elements
             totals[source] += g
     return totals
+
+
+def _field_w(value: Any) -> Any:
+    """The array a container argument holds (or its gradient): ``value["w"]`` or ``value.w``."""
+    return value["w"] if isinstance(value, dict) else value.w
 
 
 def _caller_problem(
