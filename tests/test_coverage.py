@@ -16,7 +16,7 @@ import pytest
 
 from mutagrad import coverage
 from mutagrad.__main__ import main
-from mutagrad.core.wrapped import FUNCTION_RULES
+from mutagrad.core.registry import FUNCTION_RULES
 from numpy_compat import needs_real_eig
 
 # The checkout's README (coverage.default_readme() finds it beside an editable install only;

@@ -1,9 +1,11 @@
 """The import layering of mutagrad, read from the source with ``ast``.
 
-Layers import downward only: ``errors`` <- ``core`` <- ``rules`` <- the API
-modules <- the tools (``testing``, ``report``, ``coverage``, ``__main__``).
-Every import counts, including one inside a function, and so does the
-package ``__init__`` that importing a module of another package runs first.
+Layers import downward only: ``errors`` <- ``core`` <- ``array`` <- ``rules``
+<- the API modules <- the tools (``testing``, ``report``, ``coverage``,
+``__main__``). Every import counts, including one inside a function, and so
+does the package ``__init__`` that importing a module of another package runs
+first. The edges are explicit: no string-keyed method table and no
+duck-typed ``_mutagrad_*`` probe hides one.
 """
 
 from __future__ import annotations
@@ -111,12 +113,30 @@ def test_core_imports_nothing_above_it():
             assert not above, f"{name} imports {sorted(above)}"
 
 
-def test_rules_import_only_core_and_each_other():
+def test_the_array_imports_only_core():
     for name, targets in graph().items():
-        if name.startswith("mutagrad.rules"):
-            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.rules")
+        if name.startswith("mutagrad.array"):
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.array")
             above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
+
+
+def test_rules_import_only_core_the_array_and_each_other():
+    for name, targets in graph().items():
+        if name.startswith("mutagrad.rules"):
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.array", "mutagrad.rules")
+            above = {t for t in targets if not t.startswith(allowed)}
+            assert not above, f"{name} imports {sorted(above)}"
+
+
+def test_no_hidden_edge_a_string_table_or_a_duck_typed_probe():
+    """Calls reach the array's methods and the engine reaches the array type through
+    imports and the engine's registration (core.engine.register_traced_type) only."""
+    for path in SOURCE.rglob("*.py"):
+        text = path.read_text()
+        for hidden in ("METHOD_RULES", "_mutagrad_traced", "_mutagrad_apply",
+                       "__mutagrad_primitive__"):  # fmt: skip
+            assert hidden not in text, f"{path.relative_to(SOURCE)} uses {hidden}"
 
 
 def test_nothing_below_the_tools_imports_a_tool():

@@ -28,11 +28,11 @@ from mutagrad.api import (
     pullback,
     withgradient,
 )
+from mutagrad.array.value import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.buffer import Buffer
 from mutagrad.checkpoint import checkpointed
 from mutagrad.core.engine import ANS
 from mutagrad.core.tangents import NoTangent, ZeroTangent
-from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.custom import defvjp, non_differentiable, primitive, rrule
 from mutagrad.errors import (
     FrozenBufferError,

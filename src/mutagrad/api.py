@@ -27,13 +27,25 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.array.mutation import overlaps
+from mutagrad.array.value import (
+    BORROWED,
+    SHARED_INPUT,
+    WrappedArray,
+    WrappedValue,
+    check_thread,
+    holds_wrapped,
+    is_active,
+    node_of,
+    stack_sequence,
+    wrap,
+)
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     RUNNING,
     STATE,
     ZERO,
     BackwardPass,
-    Lift,
     Node,
     Tape,
     Trace,
@@ -52,25 +64,11 @@ from mutagrad.core.messages import (
     unbound_method_message,
 )
 from mutagrad.core.modes import MODE, Mode, mode_named
-from mutagrad.core.mutation import overlaps
 from mutagrad.core.record import input_node
 from mutagrad.core.regions import traced_densify
 from mutagrad.core.sites import innermost_user_site, raised_by_mutagrad, with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import FLAT_TUPLE, flatten
-from mutagrad.core.wrapped import (
-    BORROWED,
-    SHARED_INPUT,
-    WrappedArray,
-    WrappedValue,
-    check_thread,
-    holds_wrapped,
-    is_active,
-    node_of,
-    stack_sequence,
-    traced_handle,
-    wrap,
-)
 from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
@@ -79,9 +77,6 @@ from mutagrad.errors import (
 )
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 from mutagrad.tracebacks import api_boundary, conversion_hidden_by
-
-# What a nested (recorded) sweep makes its traced values with.
-RECORDING = Lift(traced_handle, traced_densify)
 
 
 @contextlib.contextmanager
@@ -583,7 +578,7 @@ class GradientCall:
         token = STATE.set(parent)  # a nested sweep is recorded by the enclosing level
         try:
             return backward(
-                self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, RECORDING
+                self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, recording=True
             )
         finally:
             STATE.reset(token)
@@ -659,7 +654,7 @@ def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> 
     Each input is differentiated as an array of its own; in numpy a write
     through one of them would show through the other. Reads agree either
     way, so only a write to such an input is refused (by
-    :func:`mutagrad.core.mutation.prepare_write`). Distinct arrays that own
+    :func:`mutagrad.array.mutation.prepare_write`). Distinct arrays that own
     their memory cannot share it: the common case costs one pass, and the
     exact test runs only within groups of arrays over one buffer.
     """
@@ -884,8 +879,8 @@ class Pullback:
             stop = call.stop_nodes()
             # Inside the enclosing call the sweep is recorded at the current level,
             # which differentiates it (dy and the captures may both be traced).
-            lift = None if call.parent is None else RECORDING
-            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, lift)
+            recording = call.parent is not None
+            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording)
         grads = call.gradients(bk)
         return grads if isinstance(grads, Grads) else tuple(grads)
 
@@ -1001,7 +996,7 @@ def ignore_derivatives(x: Any) -> Any:
 
 
 def _detach_tree(value: Any) -> Any:
-    from mutagrad.core.wrapped import DETACHED, make_view
+    from mutagrad.array.value import DETACHED, make_view
 
     if isinstance(value, WrappedValue):
         data = value._raw

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.array.value import BUFFER, FROZEN, THAWED, WrappedArray, WrappedValue, make_view
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import BUFFER, FROZEN, THAWED, WrappedArray, WrappedValue, make_view
 from mutagrad.errors import MutagradError
 
 

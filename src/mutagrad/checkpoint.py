@@ -46,6 +46,14 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import Frozen, GradientCall, _can_freeze, _input_gradient
+from mutagrad.array.value import (
+    BORROWED,
+    WrappedArray,
+    WrappedValue,
+    is_raw_array,
+    node_of,
+    wrap,
+)
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     STATE,
@@ -62,14 +70,6 @@ from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, push
 from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import (
-    BORROWED,
-    WrappedArray,
-    WrappedValue,
-    is_raw_array,
-    node_of,
-    wrap,
-)
 from mutagrad.errors import MutagradError
 from mutagrad.reachable import reachable_values
 

@@ -55,7 +55,7 @@ import attrs
 import numpy as np
 
 from mutagrad.api import gradient
-from mutagrad.core.wrapped import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
+from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.errors import (
     MissingRuleError,
     NotDifferentiableError,

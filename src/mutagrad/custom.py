@@ -39,12 +39,20 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.dispatch import (
+from mutagrad.array.dispatch import (
     apply,
     call_without_derivative,
     guarded_arguments,
     refusing_writes_by,
     unaliased,
+)
+from mutagrad.array.value import (
+    WrappedValue,
+    holds_wrapped,
+    operand,
+    unwrap,
+    wrap,
+    wrap_constant,
 )
 from mutagrad.core.engine import (
     ANS,
@@ -56,19 +64,9 @@ from mutagrad.core.engine import (
     capture,
 )
 from mutagrad.core.record import owned_value, push
+from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
 from mutagrad.core.sites import Site, format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
-from mutagrad.core.wrapped import (
-    FUNCTION_RULES,
-    NONDIFFERENTIABLE,
-    UFUNC_RULES,
-    WrappedValue,
-    holds_wrapped,
-    operand,
-    unwrap,
-    wrap,
-    wrap_constant,
-)
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.tracebacks import api_boundary
 
@@ -99,7 +97,7 @@ def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
             args, kwargs = _positional(signature[0], fn, args, kwargs)
         return handler(*args, **kwargs)
 
-    wrapper.__mutagrad_primitive__ = fn  # type: ignore[attr-defined]
+    PRIMITIVES[wrapper] = fn
     return wrapper
 
 
@@ -122,11 +120,11 @@ def _positional(signature: inspect.Signature, fn: Any, args: tuple[Any, ...],
 
 
 def _raw_function(fn: Any) -> Any:
-    return getattr(fn, "__mutagrad_primitive__", fn)
+    return PRIMITIVES.get(fn, fn)
 
 
 def _check_registrable(fn: Any) -> None:
-    if isinstance(fn, np.ufunc) or hasattr(fn, "__mutagrad_primitive__"):
+    if isinstance(fn, np.ufunc) or fn in PRIMITIVES:
         return
     if getattr(fn, "__module__", "").startswith("numpy"):
         return

@@ -22,12 +22,12 @@ import attrs
 import numpy as np
 
 from mutagrad.api import GradientCall, _first, _seed
+from mutagrad.array.value import WrappedValue
 from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.memory import describe_part
 from mutagrad.core.regions import VIEW_READ, WRITE
 from mutagrad.core.sites import describe_site, site_line, source_code
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import WrappedValue
 from mutagrad.errors import MutagradError
 from mutagrad.tracebacks import api_boundary
 

@@ -29,13 +29,13 @@ from mutagrad.api import (
     implicit_parameters,
     passes_through,
 )
+from mutagrad.array.value import WrappedValue, node_of
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
 from mutagrad.core.messages import leaf_message
 from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import WrappedValue, node_of
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads
 from mutagrad.tracebacks import api_boundary

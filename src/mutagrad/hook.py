@@ -11,6 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.array.value import (
+    WrappedValue,
+    node_of,
+    wrap,
+)
 from mutagrad.core.engine import (
     STATE,
     BackwardPass,
@@ -21,11 +26,6 @@ from mutagrad.core.engine import (
 from mutagrad.core.record import push
 from mutagrad.core.sites import user_site
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import (
-    WrappedValue,
-    node_of,
-    wrap,
-)
 
 
 class HookRule(Rule):

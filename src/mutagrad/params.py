@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.wrapped import WrappedArray, WrappedScalar, WrappedValue
+from mutagrad.array.value import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.errors import MutagradError
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.sites import global_names
-from mutagrad.core.wrapped import (
+from mutagrad.array.value import (
     WrappedArray,
     WrappedScalar,
 )
+from mutagrad.core.sites import global_names
 
 _MAX_DEPTH = 6
 _MAX_OBJECTS = 20_000

@@ -45,10 +45,10 @@ from typing import Any
 import numpy as np
 
 from mutagrad.api import _unwrap_output, call_with_gradient, owned_data, pullback
+from mutagrad.array.value import WrappedValue
 from mutagrad.core.engine import STATE
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
-from mutagrad.core.wrapped import WrappedValue
 from mutagrad.errors import MutagradError
 from mutagrad.higher import _zygote_hessian, call_with_jacobian
 from mutagrad.tracebacks import api_boundary

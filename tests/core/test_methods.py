@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import mutagrad
-from mutagrad.core import ndarray_methods
-from mutagrad.core.wrapped import WrappedArray
+from mutagrad.array import value as array_value
+from mutagrad.array.value import WrappedArray
 from mutagrad.testing import check_gradient
 
 X = np.array([[0.5, 1.5, -2.0, 3.0], [0.25, -1.25, 2.5, -0.75], [1.75, -0.5, 0.0, 2.25]])
@@ -597,8 +597,8 @@ def test_every_public_ndarray_name(name):
 
 def test_an_ndarray_attribute_nobody_checked_is_refused_by_name(monkeypatch):
     # As if a later numpy added ndarray.frobnicate, which WrappedArray does not define.
-    monkeypatch.setattr(ndarray_methods, "NDARRAY_ATTRIBUTES",
-                        ndarray_methods.NDARRAY_ATTRIBUTES | {"frobnicate"})  # fmt: skip
+    monkeypatch.setattr(array_value, "NDARRAY_ATTRIBUTES",
+                        array_value.NDARRAY_ATTRIBUTES | {"frobnicate"})  # fmt: skip
     w = mutagrad.array(X)
     with pytest.raises(mutagrad.UnsupportedAttributeError, match=r"x\.frobnicate"):
         w.frobnicate()

@@ -22,7 +22,7 @@ import pytest
 
 import mutagrad
 import mutagrad.numpy as mnp
-from mutagrad.core.wrapped import BORROWED, FROZEN, READONLY, SHARED_INPUT, WrappedArray
+from mutagrad.array.value import BORROWED, FROZEN, READONLY, SHARED_INPUT, WrappedArray
 from mutagrad.testing import check_gradient
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES, UFUNC_RULES
+from mutagrad.core.registry import FUNCTION_RULES, UFUNC_RULES
 from mutagrad.testing import check_gradient
 
 

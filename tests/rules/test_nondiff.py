@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 from numpy.lib.stride_tricks import sliding_window_view
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
+from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.rules.first_use import home_of
 from mutagrad.testing import check_gradient
 

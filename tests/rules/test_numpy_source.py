@@ -16,7 +16,7 @@ import pytest
 from rule_checks import check_op, weights
 
 import mutagrad
-from mutagrad.core.wrapped import FUNCTION_RULES
+from mutagrad.core.registry import FUNCTION_RULES
 from mutagrad.rules.numpy_source import TRACED, traced_copy
 from mutagrad.testing import check_gradient
 from numpy_compat import EIG_IS_COMPLEX, needs_real_eig

@@ -766,45 +766,64 @@ def read_only(value: Any) -> Any:
     return value
 
 
-def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
-    """Apply ``rule`` like a primitive: raw in, raw out; recorded when an argument is traced.
+class TracedType:
+    """The traced array type, as the engine knows it: registered by :mod:`mutagrad.array`.
 
-    A traced value's type provides the recording (``_mutagrad_apply``), so
-    the linear maps of the write path (gather, scatter) work on raw arrays
-    and, in a higher-order sweep, on traced ones, without the engine knowing
-    the array type.
+    The engine records and sweeps without importing the array type (which is
+    built on it); the array room tells it, once, the four things it needs:
+
+    * ``kind``: the base class of traced values (:func:`is_wrapped`);
+    * ``apply(rule, args, kwargs)``: record a rule applied to traced values
+      (:func:`call_rule`, so that the linear maps of the write path work on raw
+      arrays and, in a higher-order sweep, on traced ones);
+    * ``handle(value, node, base)``: a traced read-only array for a saved value,
+      what a recorded sweep's pullbacks read;
+    * ``densify(sparse)``: a sparse cotangent with traced values made dense with
+      recorded operations.
     """
+
+    __slots__ = ("apply", "densify", "handle", "kind")
+
+    def __init__(self) -> None:
+        self.kind: type = _NoTracedType
+        self.apply: Callable[..., Any] = _not_registered
+        self.handle: Callable[[Any, Node | None, Any], Any] = _not_registered
+        self.densify: Callable[[SparseCotangent], Any] = _not_registered
+
+
+class _NoTracedType:
+    """What :data:`TRACED` holds until mutagrad.array registers the traced type."""
+
+
+def _not_registered(*args: Any) -> Any:
+    raise RuntimeError("mutagrad.array has not registered the traced type with the engine")
+
+
+TRACED = TracedType()
+
+
+def register_traced_type(
+    kind: type,
+    apply: Callable[..., Any],
+    handle: Callable[[Any, Node | None, Any], Any],
+    densify: Callable[[SparseCotangent], Any],
+) -> None:
+    """Tell the engine the traced type and how to record on it (see :class:`TracedType`)."""
+    TRACED.kind, TRACED.apply, TRACED.handle, TRACED.densify = kind, apply, handle, densify
+
+
+def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+    """Apply ``rule`` like a primitive: raw in, raw out; recorded when an argument is traced."""
+    kind = TRACED.kind
     for a in args:
-        apply = getattr(type(a), "_mutagrad_apply", None)
-        if apply is not None:
-            return apply(rule, args, kwargs)
+        if isinstance(a, kind):
+            return TRACED.apply(rule, args, kwargs)
     return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
 
 
-class Lift:
-    """How a recorded (higher-order) sweep turns engine values into traced ones.
-
-    The engine does not know the array type; the caller of a recording
-    :func:`backward` hands it these two functions: ``handle(value, node,
-    base)`` makes a traced read-only array for a saved value, and
-    ``densify(sparse)`` makes a sparse cotangent with traced values dense
-    with recorded operations.
-    """
-
-    __slots__ = ("densify", "handle")
-
-    def __init__(
-        self,
-        handle: Callable[[Any, Node | None, Any], Any],
-        densify: Callable[[SparseCotangent], Any],
-    ):
-        self.handle = handle
-        self.densify = densify
-
-
 def is_wrapped(x: Any) -> bool:
-    """True for a WrappedValue (in a sweep, only a recorded one meets them)."""
-    return getattr(x, "_mutagrad_traced", False)
+    """True for a traced value (in a sweep, only a recorded one meets them)."""
+    return isinstance(x, TRACED.kind)
 
 
 class BackwardPass:
@@ -816,13 +835,12 @@ class BackwardPass:
     modified.
     """
 
-    __slots__ = ("bit", "cots", "lift", "outer_mask", "owned", "recording", "tape")
+    __slots__ = ("bit", "cots", "outer_mask", "owned", "recording", "tape")
 
-    def __init__(self, tape: Tape, bit: int, lift: Lift | None):
+    def __init__(self, tape: Tape, bit: int, recording: bool):
         self.tape = tape
         self.bit = bit
-        self.recording = lift is not None
-        self.lift = lift  # a recording sweep's traced values; None for a plain one
+        self.recording = recording  # a nested sweep, differentiated by the enclosing level
         self.outer_mask = bit - 2  # the levels enclosing this one
         self.cots: dict[Node, Any] = {}
         self.owned: set[Node] = set()
@@ -842,7 +860,7 @@ class BackwardPass:
             value = value.read()
         if isinstance(value, Meta) or node is None:
             return value
-        return self.lift.handle(value, node, base)
+        return TRACED.handle(value, node, base)
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
         """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""
@@ -901,7 +919,7 @@ class BackwardPass:
         elif type(old) is SparseCotangent:
             reusable = owned and type(c) is np.ndarray and has_layout(c, old.layout)
             buf = c if reusable else owned_copy(c, want, old.layout)  # regions assume the layout
-            cots[node] = old.add_to(buf) if not is_wrapped(buf) else buf + self.lift.densify(old)
+            cots[node] = old.add_to(buf) if not is_wrapped(buf) else buf + TRACED.densify(old)
             self.owned.add(node)
         elif node in self.owned and type(old) is np.ndarray and not is_wrapped(c):
             old += c
@@ -927,7 +945,7 @@ class BackwardPass:
 
     def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
         if is_wrapped(old) or _sparse_is_wrapped(sparse):
-            self.cots[node] = old + self.lift.densify(sparse)
+            self.cots[node] = old + TRACED.densify(sparse)
             return
         owned = node in self.owned and type(old) is np.ndarray
         if not (owned and has_layout(old, sparse.layout)):
@@ -946,20 +964,20 @@ def backward(
     start: int,
     bit: int,
     stop: set[Node],
-    lift: Lift | None = None,
+    recording: bool = False,
 ) -> BackwardPass:
     """Run the reverse sweep over ``tape.nodes[start:]`` from ``seeds``.
 
-    With ``lift`` the sweep is recorded (it runs inside an enclosing gradient
-    call, which differentiates it): pullbacks run on traced values made by
-    ``lift``.
+    With ``recording`` the sweep is recorded (it runs inside an enclosing
+    gradient call, which differentiates it): pullbacks run on traced values
+    (:attr:`TracedType.handle`).
 
     Nodes in ``stop`` (the inputs being differentiated) keep their cotangent
     and are not propagated through. Nodes whose cotangent is a structural zero
     are not called; the zero is passed on so that an input reached only
     through overwritten values gets zeros rather than ``None``.
     """
-    bk = BackwardPass(tape, bit, lift)
+    bk = BackwardPass(tape, bit, recording)
     for node, g in seeds:
         bk.accumulate(node, g)
     nodes = tape.nodes
@@ -986,7 +1004,7 @@ def backward(
             owned = True
         if type(g) is SparseCotangent:
             if _sparse_is_wrapped(g):
-                g, owned = bk.lift.densify(g), False
+                g, owned = TRACED.densify(g), False
             else:
                 g, owned = g.dense(), True
         rule.backward(node, g, owned, bk)
@@ -1012,7 +1030,7 @@ def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
         )
 
 
-# A WrappedArray flag (see mutagrad.core.wrapped): np.asarray handed the array's
+# A WrappedArray flag (see mutagrad.array.value): np.asarray handed the array's
 # memory to numpy as a plain, writable ndarray, whose writes no version sees.
 EXPORTED = 256
 

@@ -20,6 +20,7 @@ from mutagrad.core.sites import (
     user_site,
     with_article,
 )
+from mutagrad.errors import UnsupportedAttributeError
 
 
 def function_name(func: Any) -> str:
@@ -237,4 +238,29 @@ def integer_store_message(site: Site | None) -> str:
         "  - make the buffer a float array (np.zeros(n), np.zeros_like(x));\n"
         "  - or, if the truncation is intended, cast explicitly: buf[i] = int(v), or "
         "buf[:] = v.astype(int)."
+    )
+
+
+def refused(attribute: str, reason: str, instead: str) -> UnsupportedAttributeError:
+    """The error for an ndarray attribute mutagrad refuses (the caller raises it)."""
+    return UnsupportedAttributeError(
+        f"{attribute} is refused on mutagrad's arrays, at {describe_site(user_site())}:\n"
+        f"{reason}.\nFix: {instead}."
+    )
+
+
+def writable_memory_reason(attribute: str) -> str:
+    """Why handing out an array's memory address is refused."""
+    return (
+        f"{attribute} hands out the address of the array's memory, and a write through "
+        "it would bypass the version counter that keeps gradients right"
+    )
+
+
+def attribute_refused(attribute: str, instead: str) -> UnsupportedAttributeError:
+    """Setting an attribute that changes how an array's memory is read (dtype, strides...)."""
+    return refused(
+        f"setting x.{attribute}",
+        "it changes how the array's memory is read, behind the tape's back",
+        instead,
     )

@@ -4,7 +4,7 @@ This module is the one recording path. Every :class:`Node` is made by its
 constructor (``Node(rule, inputs, tape, tag, value, site)``, which refuses
 complex values) and put on the tape by :func:`push` (spelled out on the hot
 paths: the two small recorders here and an element read); every operand is
-resolved to its raw value and node by :func:`mutagrad.core.wrapped.operand`
+resolved to its raw value and node by :func:`mutagrad.array.value.operand`
 (the array type knows its views); what a pullback may
 read later is decided by one save policy (:func:`save_value`,
 :func:`save_output`, :func:`owned_value`); inputs of a gradient call get
@@ -13,7 +13,7 @@ their node from :func:`input_node`.
 :func:`record` records a rule applied to any number of arguments. One and
 two arguments, the arithmetic of every traced loop, take :func:`record1` and
 :func:`record2`: the same policy unrolled, the only implementation for
-those counts (the operator fast path in :mod:`mutagrad.core.wrapped` calls
+those counts (the operator fast path in :mod:`mutagrad.array.value` calls
 them directly).
 
 What is saved for an argument the pullbacks read:
@@ -36,6 +36,7 @@ import numpy as np
 from mutagrad.core.engine import (
     IDENTITY,
     LEAF,
+    TRACED,
     Node,
     Tape,
     Trace,
@@ -154,7 +155,7 @@ def record2(
             saved_a = Meta(ra.shape, ra.dtype)
         else:
             saved_a = ra if kind in _ATOMS else owned_value(ra)
-    elif type(ra) is np.ndarray and hasattr(a, "_mutagrad_traced"):
+    elif type(ra) is np.ndarray and isinstance(a, TRACED.kind):
         saved_a = capture(a, ra, node, mode)
     else:
         saved_a = save_value(ra, a, node, mode)
@@ -166,7 +167,7 @@ def record2(
             saved_b = rb if kind in _ATOMS else owned_value(rb)
     elif need[0] and rb is ra and (type(ra) is np.ndarray or type(ra) is list):
         saved_b = saved_a  # x * x: one array, saved once
-    elif type(rb) is np.ndarray and hasattr(b, "_mutagrad_traced"):
+    elif type(rb) is np.ndarray and isinstance(b, TRACED.kind):
         saved_b = capture(b, rb, node, mode)
     else:
         saved_b = save_value(rb, b, node, mode)
@@ -217,7 +218,7 @@ def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any
 def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
     """What ``node``'s pullback reads later of the value ``raw`` (of argument ``arg``)."""
     if type(raw) is np.ndarray:
-        if hasattr(arg, "_mutagrad_traced"):
+        if isinstance(arg, TRACED.kind):
             return capture(arg, raw, node, mode)
         # A raw ndarray lies outside the version system: keep a private copy.
         node.tape.guard_bytes += raw.nbytes
@@ -259,7 +260,7 @@ def _mutable(value: Any) -> bool:
     kind = type(value)
     if kind in _ATOMS:
         return False
-    if kind is np.ndarray or kind is list or getattr(kind, "_mutagrad_traced", False):
+    if kind is np.ndarray or kind is list or issubclass(kind, TRACED.kind):
         return True
     if kind is tuple or kind is dict:
         for v in value.values() if kind is dict else value:

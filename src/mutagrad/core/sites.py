@@ -45,6 +45,7 @@ def _library_dirs(name: str) -> list[str]:
 # user's line through custom.py's wrappers, and that line is the site.
 _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "core") + os.sep,
+    os.path.join(_PACKAGE_DIR, "array") + os.sep,
     os.path.join(_PACKAGE_DIR, "rules") + os.sep,
     os.path.join(_PACKAGE_DIR, "api.py"),
     os.path.join(_PACKAGE_DIR, "custom.py"),

@@ -22,6 +22,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from mutagrad.core.engine import TRACED
+
 _LEAF_TYPES = (np.ndarray, np.generic, float, int, str, bytes, type(None))
 
 # part(leaves, gradient) -> the rebuilt part; ``leaves`` is an iterator.
@@ -56,7 +58,7 @@ def flatten(tree: Any) -> tuple[list[Any], Rebuild]:
 
 
 def _is_leaf(x: Any) -> bool:
-    return isinstance(x, _LEAF_TYPES) or getattr(x, "_mutagrad_traced", False)
+    return isinstance(x, (*_LEAF_TYPES, TRACED.kind))
 
 
 def _leaf(it: Any, gradient: bool) -> Any:

@@ -1,7 +1,7 @@
 """Every numpy fact mutagrad knows: derivative rules, views, non-differentiable functions.
 
 Rules are registered right beside their definitions, with the functions of
-:mod:`mutagrad.rules.registry` (``ufunc_rule``, ``implements``,
+:mod:`mutagrad.core.registry` (``ufunc_rule``, ``implements``,
 ``implements_method``, ``nondifferentiable``). Importing this package imports
 every rule module, which registers its rules into core's tables.
 
@@ -12,6 +12,12 @@ with numpy functions so the same code runs on raw arrays and, in a
 higher-order sweep, on traced ones.
 """
 
+from mutagrad.core.registry import (
+    ANS,
+    implements,
+    nondifferentiable,
+    ufunc_rule,
+)
 from mutagrad.rules import (  # noqa: F401  (importing a module registers its rules)
     creation,
     cumulative,
@@ -32,12 +38,5 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     statistics,
     ufuncs,
 )
-from mutagrad.rules.registry import (
-    ANS,
-    implements,
-    implements_method,
-    nondifferentiable,
-    ufunc_rule,
-)
 
-__all__ = ["ANS", "implements", "implements_method", "nondifferentiable", "ufunc_rule"]
+__all__ = ["ANS", "implements", "nondifferentiable", "ufunc_rule"]

@@ -12,12 +12,12 @@ import operator
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
+from mutagrad.array.dispatch import apply
+from mutagrad.array.mutation import assign
+from mutagrad.array.value import WrappedValue, any_active, array_like, unwrap, wrap_constant
 from mutagrad.core.messages import conversion_message
-from mutagrad.core.mutation import assign
-from mutagrad.core.wrapped import WrappedValue, any_active, array_like, unwrap, wrap_constant
+from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import TracerConversionError
-from mutagrad.rules.registry import VjpRule, implements
 
 
 def _like(numpy_function):

@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.mutation import assign_out
+from mutagrad.array.dispatch import apply
+from mutagrad.array.mutation import assign_out
+from mutagrad.array.value import WrappedValue, _is_view_of, make_view, unwrap
+from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import unbroadcast
-from mutagrad.core.wrapped import WrappedValue, _is_view_of, make_view, unwrap
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules.registry import VjpRule, implements
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase
 

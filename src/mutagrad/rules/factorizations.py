@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.array.dispatch import apply
+from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules.registry import ANS, VjpRule, implements
 
 _NoValue = np._NoValue
 

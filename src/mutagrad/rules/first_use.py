@@ -4,7 +4,8 @@
 reaches mutagrad's ``__array_ufunc__`` like ``np.sin`` does. Their rules live
 in :mod:`mutagrad.rules.scipy_special`, which imports SciPy; that module is
 imported the first time a ufunc without a rule turns out to be SciPy's (the
-ufunc-miss paths of core ask :func:`rules_on_first_use`, then retry), or when
+ufunc-miss paths of the traced array ask the registry's loaders, this one among
+them (:func:`rules_on_first_use`), then retry), or when
 ``mutagrad.scipy`` is imported. Until then, importing mutagrad costs nothing
 for SciPy, and a program that never uses it never loads it.
 """
@@ -15,10 +16,9 @@ import importlib
 import sys
 from typing import Any
 
+from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, on_rule_miss
 from mutagrad.core.sites import describe_site, user_site
-from mutagrad.core.wrapped import NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.errors import MissingRuleError
-from mutagrad.rules.registry import implements_method
 
 # The rule module for the ufuncs of a library -> the modules where that library
 # exposes its ufuncs (a ufunc is recognised as the same object found there).
@@ -44,7 +44,7 @@ def home_of(ufunc: Any) -> tuple[str, str] | None:
     return None
 
 
-@implements_method("rules_on_first_use")
+@on_rule_miss
 def rules_on_first_use(key: Any) -> bool:
     """Register the rules of ``key``'s library if it has some; whether ``key`` now has one.
 

@@ -17,11 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.indexing import normalize_index
-from mutagrad.core.messages import conversion_message
-from mutagrad.core.mutation import assign, refuse_overlapping, write_in_place
-from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.wrapped import (
+from mutagrad.array.indexing import normalize_index
+from mutagrad.array.mutation import assign, refuse_overlapping, write_in_place
+from mutagrad.array.value import (
     WrappedArray,
     WrappedValue,
     any_active,
@@ -29,9 +27,11 @@ from mutagrad.core.wrapped import (
     unwrap,
     wrap_constant,
 )
+from mutagrad.core.messages import conversion_message
+from mutagrad.core.regions import FANCY_INDEX, gather
+from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
 from mutagrad.rules.rearrange import index_map, rearranged
-from mutagrad.rules.registry import VjpRule, implements, implements_method
 
 
 def _raw_target(name: str, a: Any, values: Any) -> bool:
@@ -86,8 +86,7 @@ def _value_count(values: Any) -> int:
     return int(np.size(unwrap(values)))
 
 
-@implements(np.put)
-@implements_method("put")
+@implements(np.put, np.ndarray.put)
 def put(a, ind, v, mode="raise"):
     v = array_like(v)
     if _raw_target("np.put", a, v):
@@ -189,7 +188,7 @@ _AT_RULES = {
 }
 
 
-@implements_method("ufunc.at")
+@implements(np.ufunc.at)
 def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
     """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices accumulate."""
     name = f"np.{ufunc.__name__}.at"
@@ -244,7 +243,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return rearranged("sort", a, result, np.take_along_axis(positions, sources, axis))
 
 
-@implements_method("sort")
+@implements(np.ndarray.sort)
 def sort_in_place(x: WrappedArray, axis: int = -1, kind: Any = None, order: Any = None) -> None:
     """``x.sort()``: the sorted values written back into ``x``."""
     assign(x, Ellipsis, sort(x, axis=axis, kind=kind, order=order), "x.sort()")

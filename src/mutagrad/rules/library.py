@@ -29,8 +29,8 @@ from itertools import product
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from mutagrad.core.wrapped import WrappedValue, unwrap
-from mutagrad.rules.registry import implements
+from mutagrad.array.value import WrappedValue, unwrap
+from mutagrad.core.registry import implements
 
 
 def _array(value):

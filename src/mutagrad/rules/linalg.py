@@ -24,11 +24,11 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.array.dispatch import apply
+from mutagrad.array.mutation import assign_out
+from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules.registry import ANS, VjpRule, implements, ufunc_rule
 
 
 def _matmul_vjp_a(g, ans, a, b):

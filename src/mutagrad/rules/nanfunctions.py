@@ -17,8 +17,8 @@ import warnings
 
 import numpy as np
 
-from mutagrad.core.mutation import assign_out
-from mutagrad.rules.registry import implements
+from mutagrad.array.mutation import assign_out
+from mutagrad.core.registry import implements
 
 _NoValue = np._NoValue
 

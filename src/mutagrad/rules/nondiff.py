@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.rules.registry import nondifferentiable
+from mutagrad.core.registry import nondifferentiable
 
 nondifferentiable(
     # comparisons and logic

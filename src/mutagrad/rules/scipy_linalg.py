@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg as linalg
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.wrapped import unwrap, wrap_constant
+from mutagrad.array.dispatch import apply
+from mutagrad.array.value import unwrap, wrap_constant
+from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.factorizations import (
     _inverse_gaps,
     _left_vectors_vjp,
@@ -34,7 +35,6 @@ from mutagrad.rules.factorizations import (
     _singular_values_vjp,
 )
 from mutagrad.rules.linalg import _cholesky_vjp, _from_triangle, _symmetric_part
-from mutagrad.rules.registry import ANS, VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
 
 

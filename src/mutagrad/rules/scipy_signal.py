@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import scipy.signal as signal
 
-from mutagrad.core.dispatch import apply
-from mutagrad.rules.registry import VjpRule
+from mutagrad.array.dispatch import apply
+from mutagrad.core.registry import VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
 
 

@@ -31,9 +31,9 @@ import numpy as np
 import scipy.special as special
 from scipy.special import _ufuncs
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.wrapped import unwrap, wrap_constant
-from mutagrad.rules.registry import ANS, VjpRule, nondifferentiable, ufunc_rule
+from mutagrad.array.dispatch import apply
+from mutagrad.array.value import unwrap, wrap_constant
+from mutagrad.core.registry import ANS, VjpRule, nondifferentiable, ufunc_rule
 from mutagrad.rules.scipy_support import (
     expand_reduced,
     no_derivative,

@@ -34,8 +34,8 @@ import numpy as np
 import scipy.special as special
 import scipy.stats as stats
 
-from mutagrad.core.wrapped import WrappedValue
-from mutagrad.rules.registry import ANS, VjpRule
+from mutagrad.array.value import WrappedValue
+from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.scipy_support import no_derivative, with_rule
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)

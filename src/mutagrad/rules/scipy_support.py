@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
+from mutagrad.array.dispatch import apply
+from mutagrad.array.value import holds_wrapped
 from mutagrad.core.engine import Rule
-from mutagrad.core.wrapped import FUNCTION_RULES, holds_wrapped
+from mutagrad.core.registry import FUNCTION_RULES, PRIMITIVES
 from mutagrad.errors import NotDifferentiableError
 
 # How a call is split into the rule's positional arguments and its parameters.
@@ -64,7 +65,7 @@ def with_rule(
 
     if name is not None:
         function.__name__ = function.__qualname__ = name
-    function.__mutagrad_primitive__ = scipy_function  # type: ignore[attr-defined]
+    PRIMITIVES[function] = scipy_function
     FUNCTION_RULES[function] = adapter
     return function
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.mutation import assign_out, refuse_out_overlapping
-from mutagrad.core.wrapped import (
+from mutagrad.array.dispatch import apply
+from mutagrad.array.mutation import assign_out, refuse_out_overlapping
+from mutagrad.array.value import (
     DETACHED,
     WrappedArray,
     WrappedValue,
@@ -30,8 +30,8 @@ from mutagrad.core.wrapped import (
     unwrap,
     wrap_constant,
 )
+from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules.registry import VjpRule, implements, implements_method
 
 
 def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
@@ -156,7 +156,7 @@ def atleast_3d(*arrays):
     return _at_least(3, arrays)
 
 
-@implements_method("view")
+@implements(np.ndarray.view)
 def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     """``x.view()``: a view of the same memory; a dtype change carries no derivative."""
     if dtype is None or np.dtype(dtype) == x.dtype:
@@ -187,7 +187,7 @@ ASTYPE = VjpRule(
 )
 
 
-@implements_method("astype")
+@implements(np.ndarray.astype)
 def astype(x: WrappedArray, dtype: Any, order="K", casting="unsafe", copy=True) -> WrappedArray:
     dtype = np.dtype(dtype)
     if not copy and dtype == x.dtype:

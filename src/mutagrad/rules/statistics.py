@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.dispatch import apply
-from mutagrad.core.mutation import assign_out
-from mutagrad.core.wrapped import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.array.dispatch import apply
+from mutagrad.array.mutation import assign_out
+from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import index_map, scatter_flat
 from mutagrad.rules.reductions import reduced_axes
-from mutagrad.rules.registry import VjpRule, implements
 
 
 def _order_statistic_vjp(g, ans, x, lower, upper, weight):

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import scipy.integrate as _integrate
 
-from mutagrad.core.dispatch import apply
+from mutagrad.array.dispatch import apply
+from mutagrad.array.value import holds_wrapped, unwrap
 from mutagrad.core.engine import VjpRule
-from mutagrad.core.wrapped import holds_wrapped, unwrap
 from mutagrad.rules.scipy_support import refuse_derivative
 from mutagrad.transforms import vjp as _vjp
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.array.value import WrappedValue
 from mutagrad.core.memory import copy_keeping_layout
-from mutagrad.core.wrapped import WrappedValue
 
 __all__ = ["directional_derivative", "numerical_gradient"]
 

@@ -235,7 +235,7 @@ _PROGRAM_FILENAME = "<fuzz program>"
 
 # What a program may use besides numpy: the modules its Python-facing statements need.
 _PROGRAM_IMPORTS = (
-    "import dataclasses, math, numbers, threading",
+    "import dataclasses, functools, math, numbers, threading",
     "from collections import OrderedDict, defaultdict, namedtuple",
     "from concurrent.futures import ThreadPoolExecutor",
 )
@@ -472,6 +472,7 @@ class _Renderer:
         self.vars: list[_Var] = []
         self.lines: list[str] = []  # the body of f
         self.outside: list[str] = []  # make's lines before ``def f``
+        self.keywords: dict[str, str] = {}  # f's keyword arguments, bound by make
         self.tags: list[str] = []
         self.counter = 0
         self.writes_caller_memory = False
@@ -551,8 +552,10 @@ class _Renderer:
             arguments = ["a0.astype(np.float32)"]
         elif setup == "mask argument":
             # A boolean argument has no derivative, and a gradient call refuses it
-            # positionally: the mask comes as a keyword (its default), as users pass it.
-            params, sources = ["x", f"m={self._mask_literal(shape, self.blueprint.values[1])}"], [0]
+            # positionally: the mask comes as a keyword, as users pass it (bound by
+            # make, so that each call gets a fresh mask to mutate).
+            params, sources = ["x", "m"], [0]
+            self.keywords["m"] = self._mask_literal(shape, self.blueprint.values[1])
         elif setup == "index argument":
             params, sources = ["x", "k"], [0, None]
             picks = [self.blueprint.values[k] % shape[0] for k in range(3)]
@@ -1848,12 +1851,20 @@ class _Renderer:
     def source(self) -> str:
         body = textwrap.indent("\n".join([*self.lines, f"return {self.returned()}"]), "    ")
         f = f"def f({', '.join(self.params)}):\n{body}"
-        needs_make = self.outside or self.arguments != [f"a{k}" for k in range(self.n_inputs)]
+        needs_make = (
+            self.outside
+            or self.keywords
+            or self.arguments != [f"a{k}" for k in range(self.n_inputs)]
+        )
         if not needs_make:
             return f
         inputs = ", ".join(f"a{k}" for k in range(self.n_inputs))
         arguments = ", ".join(self.arguments) + ("," if len(self.arguments) == 1 else "")
-        lines = [*self.outside, f, f"return f, ({arguments})"]
+        called = "f"
+        if self.keywords:
+            bound = ", ".join(f"{k}={v}" for k, v in self.keywords.items())
+            called = f"functools.partial(f, {bound})"
+        lines = [*self.outside, f, f"return {called}, ({arguments})"]
         return f"def make({inputs}):\n" + textwrap.indent("\n".join(lines), "    ")
 
     def inputs(self) -> tuple[np.ndarray, ...]:

@@ -1,19 +1,21 @@
-"""WrappedArray: a numpy array with a version number, traced by the tape.
+"""The traced value types: WrappedArray (a numpy array with a version number) and WrappedScalar.
 
 A WrappedArray holds a numpy array (``_raw``) and takes part in numpy through
 ``__array_ufunc__``, ``__array_function__`` and the Python operators, so numpy
 code runs on it unchanged. Outside a gradient call it behaves as a constant
 array; inside one, operations on it are recorded.
 
-This module is the type: its attributes and methods, its views, and the
-operators' fast path (``x * y``, ``np.tanh(x)``: one or two operands,
-recorded by :mod:`mutagrad.core.record`). What the rest of numpy's protocols
-do, and the methods that need more, are in the modules that know them,
-registered into the type's method table (:data:`METHOD_RULES`):
-:mod:`~mutagrad.core.dispatch` (``__array_ufunc__`` with keywords,
-``__array_function__``, applying a rule), :mod:`~mutagrad.core.indexing`,
-:mod:`~mutagrad.core.mutation`, :mod:`~mutagrad.core.ndarray_methods`, and
-the rules.
+This module is the types' state and everything about them that needs no
+module above: attributes, conversions, Python's questions (``isinstance``,
+``hash``, ``round``, ``pickle``), the methods that hand the array to the numpy
+function of the same name, views, and the helpers every array module uses
+(:func:`wrap`, :func:`operand`, :func:`node_of`). The methods that index,
+write or dispatch are defined in :mod:`~mutagrad.array.indexing`,
+:mod:`~mutagrad.array.mutation`, :mod:`~mutagrad.array.dispatch` and
+:mod:`~mutagrad.array.methods`, and bound to the types by the room's door,
+:mod:`mutagrad.array`. The ndarray methods whose numpy facts are rules
+(``x.sort()``, ``x.put()``, ``x.astype()``, ``x.view(dtype)``) are looked up in
+:data:`~mutagrad.core.registry.FUNCTION_RULES` by numpy's own method.
 
 Storage and views::
 
@@ -33,7 +35,7 @@ import math
 import operator
 from sys import _getframe
 from types import FrameType, GenericAlias
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,21 +45,22 @@ from mutagrad.core.engine import (
     RUNNING,
     STATE,
     Node,
-    Rule,
-    VjpRule,
     refuse_other_thread,
 )
 from mutagrad.core.messages import (
     PLAIN_SUBCLASSES,
+    attribute_refused,
     conversion_message,
     hash_message,
     integer_store_message,
-    missing_rule_message,
     pickle_message,
+    refused,
     subclass_message,
+    writable_memory_reason,
 )
-from mutagrad.core.record import push, record1, record2, save_output
+from mutagrad.core.record import push
 from mutagrad.core.regions import VIEW_READ
+from mutagrad.core.registry import FUNCTION_RULES
 from mutagrad.core.sites import (
     casts_explicitly,
     is_user_frame,
@@ -65,7 +68,6 @@ from mutagrad.core.sites import (
     user_site_from,
 )
 from mutagrad.errors import (
-    MissingRuleError,
     NotDifferentiableError,
     TracerConversionError,
 )
@@ -87,28 +89,9 @@ DETACHED = 32
 THAWED = 64
 SHARED_INPUT = 128
 
-# Rules, filled in by mutagrad.rules: ufunc (or (ufunc, method)) -> VjpRule;
-# numpy function -> adapter with numpy's signature; functions without derivative.
-UFUNC_RULES: dict[Any, Rule] = {}  # VjpRules, and users' closure rules
-FUNCTION_RULES: dict[Any, Any] = {}
-NONDIFFERENTIABLE: set[Any] = set()
-# What the array's methods do, by name, registered by the modules that know:
-# core.dispatch (numpy's protocols, apply), core.indexing (getitem), core.mutation
-# (the write paths), core.ndarray_methods
-# (the rarer ndarray methods), and mutagrad.rules (in-place sort, put, ufunc.at,
-# astype, view, through rules.implements_method). The array type calls through
-# this table, so that it imports none of them.
-METHOD_RULES: dict[str, Any] = {}
-
-
-def array_method(name: str) -> Any:
-    """Register the decorated function as what the array's method ``name`` does."""
-
-    def register(function: Any) -> Any:
-        METHOD_RULES[name] = function
-        return function
-
-    return register
+# Every public attribute of np.ndarray: the ones WrappedValue does not define are
+# refused by name rather than reported as missing (see missing_attribute).
+NDARRAY_ATTRIBUTES = frozenset(name for name in dir(np.ndarray) if not name.startswith("_"))
 
 
 class WrappedValue:
@@ -130,7 +113,6 @@ class WrappedValue:
         "_version",
         "_views",
     )
-    _mutagrad_traced = True
     __array_priority__ = 1000.0
 
     def __init__(self, data: Any, node: Node | None = None):
@@ -165,7 +147,7 @@ class WrappedValue:
     @shape.setter
     def shape(self, shape: Any) -> None:
         # numpy reshapes in place, without copying: the same memory, a new view of it.
-        METHOD_RULES["set_shape"](self, shape)
+        _set_shape(self, shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -173,8 +155,7 @@ class WrappedValue:
 
     @dtype.setter
     def dtype(self, dtype: Any) -> None:
-        refused = METHOD_RULES["set_attribute_refused"]
-        raise refused("dtype", "x = x.view(dtype), or x.astype(dtype)")
+        raise attribute_refused("dtype", "x = x.view(dtype), or x.astype(dtype)")
 
     @property
     def ndim(self) -> int:
@@ -198,7 +179,7 @@ class WrappedValue:
 
     @strides.setter
     def strides(self, strides: Any) -> None:
-        raise METHOD_RULES["set_attribute_refused"](
+        raise attribute_refused(
             "strides", "build the view by slicing, reshape, transpose or np.broadcast_to"
         )
 
@@ -224,21 +205,15 @@ class WrappedValue:
     def mT(self) -> WrappedArray:
         return np.swapaxes(self, -1, -2)
 
+    # (x.real = v and x.imag = v write: their setters are bound by mutagrad.array.)
     @property
     def real(self) -> WrappedArray:
         return np.real(self)
 
-    @real.setter
-    def real(self, value: Any) -> None:
-        METHOD_RULES["set_part"](self, "real", value)
-
     @property
     def imag(self) -> Any:
-        return METHOD_RULES["imag"](self)
-
-    @imag.setter
-    def imag(self, value: Any) -> None:
-        METHOD_RULES["set_part"](self, "imag", value)
+        """For a real array numpy's read-only zeros (constant); for a complex one a view."""
+        return wrap_constant(self._raw.imag, (self,), (self._raw,))
 
     @property
     def flat(self) -> Any:
@@ -248,18 +223,18 @@ class WrappedValue:
 
     @flat.setter
     def flat(self, value: Any) -> None:
-        raise METHOD_RULES["set_attribute_refused"](
+        raise attribute_refused(
             "flat", "x[...] = np.resize(value, x.shape) (numpy's x.flat = value cycles the values)"
         )
 
     @property
     def data(self) -> memoryview:
         """A read-only memoryview of a constant's data (a traced value is refused)."""
-        return METHOD_RULES["exported"](self, "x.data").data
+        return exported(self, "x.data").data
 
     @data.setter
     def data(self, buffer: Any) -> None:
-        raise METHOD_RULES["set_attribute_refused"]("data", "write the values: x[...] = new_values")
+        raise attribute_refused("data", "write the values: x[...] = new_values")
 
     @property
     def device(self) -> str:
@@ -351,37 +326,41 @@ class WrappedValue:
             raise TracerConversionError(pickle_message())
         return (_unpickled, (type(self), self._raw.copy(), self._flags & _PICKLED_FLAGS))
 
-    # -- numpy protocols -------------------------------------------------------
+    # -- bound by mutagrad.array ------------------------------------------------
+    #
+    # numpy's protocols and the Python operators (mutagrad.array.dispatch), the
+    # in-place methods (mutagrad.array.methods): declared here for type checkers.
 
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if method == "__call__" and not kwargs:
-            # np.tanh(x), np.add(x, y): the same fast path as the operators.
-            if len(inputs) == 2:
-                return _binary(ufunc, ufunc, inputs[0], inputs[1])
-            if len(inputs) == 1:
-                return _unary(ufunc, ufunc, inputs[0])
-        return METHOD_RULES["array_ufunc"](ufunc, method, inputs, kwargs)
+    if TYPE_CHECKING:
 
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        if len(types) > 1:  # another array type among the arguments (np.ma, np.matrix)
-            for kind in types:
-                if kind is not np.ndarray and issubclass(kind, np.ndarray) and (
-                    kind not in PLAIN_SUBCLASSES
-                ):
-                    raise NotDifferentiableError(subclass_message(kind, "an argument"))
-        return METHOD_RULES["array_function"](func, args, kwargs)
-
-    @staticmethod
-    def _mutagrad_apply(rule: Rule, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
-        """How engine.call_rule records a rule applied to a traced value (see core.dispatch)."""
-        return METHOD_RULES["apply"](rule, args, kwargs)
+        def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any,
+                            **kwargs: Any) -> Any: ...  # fmt: skip
+        def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any: ...
+        def __add__(self, other: Any) -> Any: ...
+        def __radd__(self, other: Any) -> Any: ...
+        def __sub__(self, other: Any) -> Any: ...
+        def __rsub__(self, other: Any) -> Any: ...
+        def __mul__(self, other: Any) -> Any: ...
+        def __rmul__(self, other: Any) -> Any: ...
+        def __truediv__(self, other: Any) -> Any: ...
+        def __rtruediv__(self, other: Any) -> Any: ...
+        def __pow__(self, other: Any) -> Any: ...
+        def __rpow__(self, other: Any) -> Any: ...
+        def __matmul__(self, other: Any) -> Any: ...
+        def __rmatmul__(self, other: Any) -> Any: ...
+        def __neg__(self) -> Any: ...
+        def __lt__(self, other: Any) -> Any: ...
+        def __gt__(self, other: Any) -> Any: ...
+        def __le__(self, other: Any) -> Any: ...
+        def __ge__(self, other: Any) -> Any: ...
+        def byteswap(self, inplace: bool = False) -> Any: ...
 
     # -- methods ---------------------------------------------------------------
     #
     # Every public attribute of np.ndarray is here (or refused by __getattr__),
     # with the ndarray method's parameters, passed on to the numpy function of
     # the same name; np._NoValue marks a keyword the caller did not give, as in
-    # numpy's own functions. core/ndarray_methods.py holds the ones that take more.
+    # numpy's own functions. array/methods.py holds the ones that take more.
 
     def copy(self, order: str = "C") -> WrappedArray:
         return np.copy(self, order=order)
@@ -389,7 +368,8 @@ class WrappedValue:
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True):  # fmt: skip
         # subok: a WrappedArray has no subclass to keep or drop.
-        return METHOD_RULES["astype"](self, dtype, order=order, casting=casting, copy=copy)
+        astype = FUNCTION_RULES[np.ndarray.astype]  # its rule (mutagrad.rules.shape)
+        return astype(self, dtype, order=order, casting=casting, copy=copy)
 
     def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -410,9 +390,9 @@ class WrappedValue:
             dtype, type = None, dtype  # x.view(np.ndarray): numpy reads a class as type=
         if type is not None:
             # An ndarray (subclass) view of the memory is an export: read-only, of a constant.
-            raw = METHOD_RULES["exported"](self, "x.view(type=...)")
+            raw = exported(self, "x.view(type=...)")
             return raw.view(type) if dtype is None else raw.view(dtype, type)
-        return METHOD_RULES["view"](self, dtype)
+        return FUNCTION_RULES[np.ndarray.view](self, dtype)  # its rule (mutagrad.rules.shape)
 
     def ravel(self, order: str = "C") -> WrappedArray:
         return np.ravel(self, order=order)
@@ -530,25 +510,35 @@ class WrappedValue:
     def conjugate(self) -> WrappedArray:
         return self.conj()
 
-    def byteswap(self, inplace: bool = False) -> Any:
-        return METHOD_RULES["byteswap"](self, inplace)
-
     def getfield(self, dtype: Any, offset: int = 0) -> Any:
-        return METHOD_RULES["getfield"](self, dtype, offset)
+        """A view; one reinterpreting the bytes carries no gradient."""
+        if _same_layout(self, dtype, offset):
+            return self.view() if isinstance(self, WrappedArray) else self
+        if is_active(self):
+            raise NotDifferentiableError(
+                f"x.getfield({np.dtype(dtype)}, {offset}) reinterprets the bytes of a traced "
+                f"{self.dtype} array; that has no derivative.\nFix: use x.astype(...) for a "
+                "differentiable conversion."
+            )
+        field = wrap_constant(self._raw.getfield(dtype, offset), (self,), (self._raw,))
+        if isinstance(field, WrappedArray):
+            # Like x.view(other_dtype): writes through it are refused inside a gradient call.
+            field._flags |= DETACHED
+        return field
 
     # Exports of the data: refused for a traced value, read-only otherwise.
 
     def tobytes(self, order: str = "C") -> bytes:
-        return METHOD_RULES["exported"](self, "x.tobytes()").tobytes(order)
+        return exported(self, "x.tobytes()").tobytes(order)
 
     def tofile(self, fid: Any, /, sep: str = "", format: str = "%s") -> None:
-        METHOD_RULES["exported"](self, "x.tofile()").tofile(fid, sep=sep, format=format)
+        exported(self, "x.tofile()").tofile(fid, sep=sep, format=format)
 
     def dump(self, file: Any) -> None:
-        METHOD_RULES["exported"](self, "x.dump()").dump(file)
+        exported(self, "x.dump()").dump(file)
 
     def dumps(self) -> bytes:
-        return METHOD_RULES["exported"](self, "x.dumps()").dumps()
+        return exported(self, "x.dumps()").dumps()
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
         self._raw.to_device(device, stream=stream)  # numpy's check: only "cpu" exists
@@ -573,7 +563,7 @@ class WrappedValue:
         # properties). Optional dunders that numpy, copy and pickle probe for
         # (__array_interface__, __array_struct__, __setstate__) must look absent:
         # a plain AttributeError.
-        raise METHOD_RULES["missing_attribute"](self, name)
+        raise missing_attribute(self, name)
 
 
 class WrappedArray(WrappedValue):
@@ -600,11 +590,14 @@ class WrappedArray(WrappedValue):
         for i in range(len(self._raw)):
             yield self[i]
 
-    def __getitem__(self, index: Any) -> Any:
-        return METHOD_RULES["getitem"](self, index)
+    if TYPE_CHECKING:  # bound by mutagrad.array (indexing, mutation, methods)
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        METHOD_RULES["setitem"](self, index, value)
+        def __getitem__(self, index: Any) -> Any: ...
+        def __setitem__(self, index: Any, value: Any) -> None: ...
+        def fill(self, value: Any) -> None: ...
+        def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
+                      order: Any = None) -> None: ...  # fmt: skip
+        def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None: ...
 
     def __delitem__(self, index: Any) -> None:
         raise ValueError("cannot delete array elements")  # numpy's answer
@@ -613,34 +606,55 @@ class WrappedArray(WrappedValue):
         # numpy's (x == value).any(): a comparison, which carries no gradient.
         return bool(np.any(self == value))
 
-    def fill(self, value: Any) -> None:
-        METHOD_RULES["assign"](self, Ellipsis, value, "fill")
-
     def sort(self, axis: int = -1, kind: Any = None, order: Any = None, *,
              stable: Any = None) -> None:  # fmt: skip
         # stable= only orders equal elements among themselves: the sorted values,
         # and their gradient, are the same either way.
-        METHOD_RULES["sort"](self, axis=axis, kind=kind, order=order)
-
-    def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
-                  order: Any = None) -> None:  # fmt: skip
-        METHOD_RULES["partition_in_place"](self, kth, axis, kind, order)
+        FUNCTION_RULES[np.ndarray.sort](self, axis=axis, kind=kind, order=order)  # (rules.inplace)
 
     def put(self, indices: Any, values: Any, /, mode: str = "raise") -> None:
-        METHOD_RULES["put"](self, indices, values, mode=mode)
-
-    def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None:
-        METHOD_RULES["setfield"](self, val, dtype, offset)
+        FUNCTION_RULES[np.ndarray.put](self, indices, values, mode=mode)  # (rules.inplace)
 
     def setflags(self, *, write: Any = None, align: Any = None, uic: Any = None) -> None:
-        METHOD_RULES["setflags"](self, write, align, uic)
+        """Making the array read-only is supported; making it writeable again is refused
+        (its memory may be the caller's array, frozen for the call). The flags are set on a
+        new numpy view, so other arrays sharing the memory keep theirs, as in numpy."""
+        if write is not None and write:
+            if not self._raw.flags.writeable:
+                raise refused(
+                    "x.setflags(write=True)",
+                    "mutagrad cannot make a read-only array writeable again: its memory may "
+                    "be the caller's array or a value a pullback reads",
+                    "write into a copy, x = x.copy()",
+                )
+            write = None  # already writeable
+        if write is None and align is None and uic is None:
+            return
+        flagged = self._raw.view()
+        flagged.setflags(write=write, align=align, uic=uic)
+        self._raw = flagged
 
     def resize(self, *new_shape: Any, refcheck: bool = True) -> None:
-        raise METHOD_RULES["resize_refused"]()
+        raise refused(
+            "x.resize()",
+            "it reallocates the array's memory in place, under every view of it and every "
+            "value saved from it",
+            "make a new array: x = np.resize(x, shape) repeats the values, "
+            "np.pad or np.concatenate pad with zeros",
+        )
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:  # fmt: skip
-        return METHOD_RULES["dlpack"](self, stream, max_version, dl_device, copy)
+        """Only as a copy (``np.from_dlpack(x, copy=True)``)."""
+        if copy is not True:
+            raise refused(
+                "x.__dlpack__() (np.from_dlpack(x), torch.from_dlpack(x), ...)",
+                writable_memory_reason("DLPack") + "; consumers may ignore its read-only flag",
+                "ask for a copy, np.from_dlpack(x, copy=True)",
+            )
+        # copy=True: a fresh array, so there is no memory left to share.
+        data = np.array(exported(self, "__dlpack__ (DLPack export)"))
+        return data.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._raw.__dlpack_device__()
@@ -771,145 +785,90 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     return x._raw, node_of(x, tape)
 
 
-def _binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
-    """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
 
-    The same as ``apply`` followed by ``record``, unrolled for two operands:
-    every arithmetic operator in a traced loop comes through here.
+# ---------------------------------------------------------------------------
+# The attributes that take more than a numpy call.
+
+
+def missing_attribute(w: WrappedValue, name: str) -> AttributeError:
+    """What ``w.name`` raises when the class defines no ``name``."""
+    if name == "ctypes":
+        return refused(
+            "x.ctypes",
+            writable_memory_reason("x.ctypes"),
+            "give C code a copy, np.array(x).ctypes (of mutagrad.ignore_derivatives(x) "
+            "inside a gradient call), or register the C routine as a rule with "
+            "mutagrad.defvjp",
+        )
+    if name in NDARRAY_ATTRIBUTES and not isinstance(w, WrappedArray):
+        # The in-place methods and the ones numpy scalars lack.
+        return refused(
+            f"x.{name}",
+            "x is a WrappedScalar (what indexing one element returns), immutable like a "
+            "numpy scalar (whose fill, put, resize and setflags silently do nothing)",
+            "call it on the array the element came from, or on np.reshape(x, (1,))",
+        )
+    if name in NDARRAY_ATTRIBUTES:
+        return refused(
+            f"x.{name}",
+            "mutagrad has not checked that it keeps the version counter and gradients right",
+            f"call it on a copy outside the traced code (np.array(x).{name}), or open an "
+            "issue asking for it",
+        )
+    return AttributeError(f"{type(w).__name__!r} object has no attribute {name!r}")
+
+
+def exported(w: WrappedValue, operation: str) -> Any:
+    """``w``'s data for numpy to export (bytes, a memoryview, a pickle, a file).
+
+    A traced value is refused like ``np.asarray(x)``: the export carries no
+    gradient. A constant comes as a read-only view, so a memoryview of it
+    cannot write behind the version counter.
     """
+    if is_active(w):
+        raise TracerConversionError(conversion_message(operation))
+    return engine.read_only(w._raw)
+
+
+def _same_layout(w: WrappedValue, dtype: Any, offset: int) -> bool:
+    return np.dtype(dtype) == w.dtype and offset == 0
+
+
+def _set_shape(w: WrappedValue, shape: Any) -> None:
+    """``w.shape = shape``: numpy's in-place reshape, which never copies.
+
+    A view simply views its memory in the new shape (its next read records it
+    from the base, as for any view). An array that owns its memory keeps it;
+    its value on the tape becomes a view read of the old value (the pullback
+    reshapes the cotangent back), so captures, views and later writes keep
+    their meaning.
+    """
+    if not isinstance(w, WrappedArray):
+        raise refused("setting x.shape", "a WrappedScalar is immutable, as numpy scalars are",
+                      "use np.reshape(x, shape)")  # fmt: skip
+    if w._flags & (READONLY | PINNED):
+        raise refused("setting x.shape", "this array is a value handed to a pullback, whose "
+                      "shape the backward pass relies on", "use x.reshape(shape)")  # fmt: skip
+    reshaped = w._raw.view()
+    reshaped.shape = shape  # numpy's own rules and errors (never a copy)
+    if w._base is not None:
+        w._raw = reshaped
+        w._node = None  # the cached read has the old shape
+        return
     trace = STATE.get()
-    tape = trace.tape if trace is not None else None
-    # operand, inlined for the common case of a WrappedArray that is not a view.
-    if isinstance(a, WrappedValue) and a._base is None and tape is not None:
-        ra = a._raw
-        na = a._node
-        if na is not None and na.tape is not tape:
-            na = None
-    else:
-        ra, na = operand(a, tape)
-    if isinstance(b, WrappedValue) and b._base is None and tape is not None:
-        rb = b._raw
-        nb = b._node
-        if nb is not None and nb.tape is not tape:
-            nb = None
-    else:
-        rb, nb = operand(b, tape)
-    result = pyop(ra, rb)
-    if na is None and nb is None:
-        return wrap_constant(result, (a, b), (ra, rb))
-    if truncates(result, (ra, rb), (na, nb)):
-        return wrap_constant(result, (a, b), (ra, rb))
-    rule = UFUNC_RULES.get(ufunc)
-    if type(rule) is not VjpRule:
-        if rule is not None:
-            return rule.call((a, b), None)
-        if ufunc in NONDIFFERENTIABLE:
-            return wrap_constant(result, (a, b), (ra, rb))
-        if METHOD_RULES["rules_on_first_use"](ufunc):  # SciPy's, registered when first met
-            return _binary(ufunc, pyop, a, b)
-        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
-    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
-                             user_site_from(_getframe(2)))  # fmt: skip
-    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
-    if need_ans:
-        save_output(node, out, trace.mode)
-    return out
-
-
-def _unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
-    """``<op> a`` or ``ufunc(a)``: :func:`_binary` for one operand."""
-    trace = STATE.get()
-    ra, na = operand(a, trace.tape if trace is not None else None)
-    result = pyop(ra)
-    if na is None:
-        return wrap_constant(result, (a,), (ra,))
-    if truncates(result, (ra,), (na,)):
-        return wrap_constant(result, (a,), (ra,))
-    rule = UFUNC_RULES.get(ufunc)
-    if type(rule) is not VjpRule:
-        if rule is not None:
-            return rule.call((a,), None)
-        if ufunc in NONDIFFERENTIABLE:
-            return wrap_constant(result, (a,), (ra,))
-        if METHOD_RULES["rules_on_first_use"](ufunc):  # as in _binary
-            return _unary(ufunc, pyop, a)
-        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
-    site = user_site_from(_getframe(2))  # as in _binary
-    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
-    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
-    if need_ans:
-        save_output(node, out, trace.mode)
-    return out
-
-
-def _make_operators() -> None:
-    binary = [
-        ("add", np.add, operator.add),
-        ("sub", np.subtract, operator.sub),
-        ("mul", np.multiply, operator.mul),
-        ("truediv", np.true_divide, operator.truediv),
-        ("floordiv", np.floor_divide, operator.floordiv),
-        ("mod", np.remainder, operator.mod),
-        ("pow", np.power, operator.pow),
-        ("matmul", np.matmul, operator.matmul),
-        ("and", np.bitwise_and, operator.and_),
-        ("or", np.bitwise_or, operator.or_),
-        ("xor", np.bitwise_xor, operator.xor),
-        ("lshift", np.left_shift, operator.lshift),
-        ("rshift", np.right_shift, operator.rshift),
-    ]
-    for name, ufunc, pyop in binary:
-
-        def forward(self, other, ufunc=ufunc, pyop=pyop):
-            return _binary(ufunc, pyop, self, other)
-
-        def reflected(self, other, ufunc=ufunc, pyop=pyop):
-            return _binary(ufunc, pyop, other, self)
-
-        def in_place(self, other, ufunc=ufunc, pyop=pyop):
-            if not isinstance(self._raw, np.ndarray):
-                return _binary(ufunc, pyop, self, other)  # numpy scalars are immutable
-            METHOD_RULES["ufunc_into"](ufunc, (self, other), self, {})
-            return self
-
-        for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
-            fn.__name__ = f"__{prefix}{name}__"
-            setattr(WrappedValue, fn.__name__, fn)
-    for name, ufunc, pyop in [
-        ("eq", np.equal, operator.eq),
-        ("ne", np.not_equal, operator.ne),
-        ("lt", np.less, operator.lt),
-        ("le", np.less_equal, operator.le),
-        ("gt", np.greater, operator.gt),
-        ("ge", np.greater_equal, operator.ge),
-    ]:
-
-        def compare(self, other, ufunc=ufunc, pyop=pyop):
-            return _binary(ufunc, pyop, self, other)
-
-        compare.__name__ = f"__{name}__"
-        setattr(WrappedValue, compare.__name__, compare)
-    for name, ufunc, pyop in [
-        ("neg", np.negative, operator.neg),
-        ("pos", np.positive, operator.pos),
-        ("abs", np.absolute, operator.abs),
-        ("invert", np.invert, operator.invert),
-    ]:
-
-        def unary(self, ufunc=ufunc, pyop=pyop):
-            return _unary(ufunc, pyop, self)
-
-        unary.__name__ = f"__{name}__"
-        setattr(WrappedValue, unary.__name__, unary)
-
-    def divmod_(self, other):
-        return np.divmod(self, other)
-
-    WrappedValue.__divmod__ = divmod_  # type: ignore[attr-defined]
-
-
-_make_operators()
+    old = w._node
+    if old is not None:
+        if trace is None or old.tape is not trace.tape:
+            raise refused(
+                "setting x.shape",
+                "x's value is recorded on the tape of another gradient call (one still "
+                "running in another thread, or a pullback's), which would not see the new shape",
+                "use x = x.reshape(shape)",
+            )
+        node = Node(VIEW_READ, (old,), trace.tape, old.tag, reshaped, user_site())
+        w._node = push(node, (reshaped, w._raw, w._version, w))
+        trace.tape.touch(w)
+    w._raw = reshaped
 
 
 # ---------------------------------------------------------------------------

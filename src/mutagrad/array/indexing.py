@@ -18,19 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
-from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
-from mutagrad.core.sites import user_site_from
-from mutagrad.core.tangents import BASIC, FANCY
-from mutagrad.core.wrapped import (
+from mutagrad.array.value import (
     WrappedArray,
     WrappedValue,
-    array_method,
     check_thread,
     make_view,
     node_of,
     wrap,
 )
+from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
+from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
+from mutagrad.core.sites import user_site_from
+from mutagrad.core.tangents import BASIC, FANCY
 
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
@@ -100,7 +99,6 @@ class IndexRule(Rule):
 GETITEM = IndexRule("getitem")
 
 
-@array_method("getitem")
 def getitem(w: WrappedArray, index: Any) -> Any:
     if type(index) is int:
         key, basic = index, True  # normalize_index's first case, without the call
@@ -123,8 +121,8 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     if n is None:
         return wrap(result)
     tape = trace.tape
-    # Frame 1 is WrappedArray.__getitem__; frame 2 the user's, usually.
-    site = user_site_from(_getframe(2))
+    # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually.
+    site = user_site_from(_getframe(1))
     node = Node(GETITEM, (n,), tape, n.tag, result, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)  # push, spelled out on this hot path

@@ -1,12 +1,17 @@
-"""numpy's protocols on WrappedArrays: how a numpy call reaches its rule.
+"""numpy's protocols and the Python operators on traced values: how a call reaches its rule.
 
-``WrappedValue.__array_ufunc__`` and ``__array_function__`` (numpy's NEP 13
-and NEP 18 hooks) take their fast paths in :mod:`mutagrad.core.wrapped` and
-hand everything else to :func:`array_ufunc` and :func:`array_function`
-here, through the array's method table. From there a call goes to
+:func:`array_ufunc` and :func:`array_function` are the types'
+``__array_ufunc__`` and ``__array_function__`` (numpy's NEP 13 and NEP 18
+hooks), and :func:`operator_methods` their ``__add__``, ``__mul__``...; the
+room's door, :mod:`mutagrad.array`, binds them. A call goes to
 
-* its rule: :func:`apply` runs the rule's numpy function on the raw data and
-  records it (:mod:`mutagrad.core.record`) when an argument is traced;
+* a ufunc with one or two operands and no keywords (every operator, and
+  ``np.tanh(x)``): :func:`binary` and :func:`unary`, the fast path, which
+  record it through :func:`~mutagrad.core.record.record2`/``record1``;
+* its rule: :func:`apply`, the general path, runs the rule's numpy function on
+  the raw data and records it (:func:`~mutagrad.core.record.record`) when an
+  argument is traced (``tests/core/test_fast_paths.py`` runs both on the same
+  inputs);
 * a numpy function with no derivative: :func:`call_without_derivative` runs it
   on read-only views, so it cannot write a WrappedArray behind its version;
 * numpy's own Python implementation, traced through (:func:`trace_through`);
@@ -21,27 +26,21 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from sys import _getframe
 from typing import Any
 
 import numpy as np
 
-from mutagrad.core import engine
-from mutagrad.core.engine import STATE, Node, VjpRule
-from mutagrad.core.messages import function_name, missing_rule_message
-from mutagrad.core.record import owned_value, record, save_output
-from mutagrad.core.sites import describe_site, format_site, innermost_user_site, user_site
-from mutagrad.core.wrapped import (
-    FUNCTION_RULES,
-    METHOD_RULES,
-    NONDIFFERENTIABLE,
-    UFUNC_RULES,
+from mutagrad.array import mutation
+from mutagrad.array.value import (
     WrappedArray,
+    WrappedScalar,
     WrappedValue,
     any_active,
     array_like,
-    array_method,
     check_plain,
     holds_wrapped,
     operand,
@@ -49,6 +48,28 @@ from mutagrad.core.wrapped import (
     unwrap,
     wrap,
     wrap_constant,
+)
+from mutagrad.core import engine
+from mutagrad.core.engine import STATE, Node, VjpRule
+from mutagrad.core.messages import (
+    PLAIN_SUBCLASSES,
+    function_name,
+    missing_rule_message,
+    subclass_message,
+)
+from mutagrad.core.record import owned_value, record, record1, record2, save_output
+from mutagrad.core.registry import (
+    FUNCTION_RULES,
+    NONDIFFERENTIABLE,
+    UFUNC_RULES,
+    rule_found_on_miss,
+)
+from mutagrad.core.sites import (
+    describe_site,
+    format_site,
+    innermost_user_site,
+    user_site,
+    user_site_from,
 )
 from mutagrad.errors import (
     MissingRuleError,
@@ -58,16 +79,100 @@ from mutagrad.errors import (
 )
 
 
-@array_method("array_ufunc")
-def array_ufunc(
+def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
+    """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
+
+    The same as ``apply`` followed by ``record``, unrolled for two operands:
+    every arithmetic operator in a traced loop comes through here.
+    """
+    trace = STATE.get()
+    tape = trace.tape if trace is not None else None
+    # operand, inlined for the common case of a WrappedArray that is not a view.
+    if isinstance(a, WrappedValue) and a._base is None and tape is not None:
+        ra = a._raw
+        na = a._node
+        if na is not None and na.tape is not tape:
+            na = None
+    else:
+        ra, na = operand(a, tape)
+    if isinstance(b, WrappedValue) and b._base is None and tape is not None:
+        rb = b._raw
+        nb = b._node
+        if nb is not None and nb.tape is not tape:
+            nb = None
+    else:
+        rb, nb = operand(b, tape)
+    result = pyop(ra, rb)
+    if na is None and nb is None:
+        return wrap_constant(result, (a, b), (ra, rb))
+    if truncates(result, (ra, rb), (na, nb)):
+        return wrap_constant(result, (a, b), (ra, rb))
+    rule = UFUNC_RULES.get(ufunc)
+    if type(rule) is not VjpRule:
+        if rule is not None:
+            return rule.call((a, b), None)
+        if ufunc in NONDIFFERENTIABLE:
+            return wrap_constant(result, (a, b), (ra, rb))
+        if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
+            return binary(ufunc, pyop, a, b)
+        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
+                             user_site_from(_getframe(2)))  # fmt: skip
+    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode)
+    return out
+
+
+def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
+    """``<op> a`` or ``ufunc(a)``: :func:`binary` for one operand."""
+    trace = STATE.get()
+    ra, na = operand(a, trace.tape if trace is not None else None)
+    result = pyop(ra)
+    if na is None:
+        return wrap_constant(result, (a,), (ra,))
+    if truncates(result, (ra,), (na,)):
+        return wrap_constant(result, (a,), (ra,))
+    rule = UFUNC_RULES.get(ufunc)
+    if type(rule) is not VjpRule:
+        if rule is not None:
+            return rule.call((a,), None)
+        if ufunc in NONDIFFERENTIABLE:
+            return wrap_constant(result, (a,), (ra,))
+        if rule_found_on_miss(ufunc):  # as in binary
+            return unary(ufunc, pyop, a)
+        raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    site = user_site_from(_getframe(2))  # as in binary
+    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
+    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode)
+    return out
+
+
+
+def array_ufunc(self: WrappedValue, ufunc: np.ufunc, method: str, *inputs: Any,
+                **kwargs: Any) -> Any:  # fmt: skip
+    """``__array_ufunc__``: ``ufunc.method(*inputs, **kwargs)`` with a traced value among them."""
+    if method == "__call__" and not kwargs:
+        # np.tanh(x), np.add(x, y): the same fast path as the operators.
+        if len(inputs) == 2:
+            return binary(ufunc, ufunc, inputs[0], inputs[1])
+        if len(inputs) == 1:
+            return unary(ufunc, ufunc, inputs[0])
+    return ufunc_method(ufunc, method, inputs, kwargs)
+
+
+def ufunc_method(
     ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """``ufunc.method(*inputs, **kwargs)`` on traced values, past the operator fast path."""
     if method == "at":
-        return METHOD_RULES["ufunc.at"](ufunc, *inputs, **kwargs)
+        return FUNCTION_RULES[np.ufunc.at](ufunc, *inputs, **kwargs)  # (rules.inplace)
     out = kwargs.get("out")
     if out is not None:
-        return METHOD_RULES["ufunc_with_out"](ufunc, method, inputs, kwargs)
+        return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
     key = ufunc if method == "__call__" else (ufunc, method)
     rule = UFUNC_RULES.get(key)
     if kwargs:
@@ -82,15 +187,26 @@ def array_ufunc(
         return apply(rule, inputs, kwargs or None)
     if key in NONDIFFERENTIABLE or not any_active(inputs):
         return call_without_derivative(getattr(ufunc, method), inputs, kwargs)
-    if METHOD_RULES["rules_on_first_use"](key):  # SciPy's, registered when first met
-        return array_ufunc(ufunc, method, inputs, kwargs)
+    if rule_found_on_miss(key):  # SciPy's, registered when first met
+        return ufunc_method(ufunc, method, inputs, kwargs)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     raise MissingRuleError(missing_rule_message(f"np.{name}"))
 
 
-@array_method("array_function")
-def array_function(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """``func(*args, **kwargs)``, a numpy function called on traced values (NEP 18)."""
+def array_function(self: WrappedValue, func: Any, types: Any, args: Any,
+                   kwargs: dict[str, Any]) -> Any:  # fmt: skip
+    """``__array_function__``: ``func(*args, **kwargs)``, a numpy function on traced values."""
+    if len(types) > 1:  # another array type among the arguments (np.ma, np.matrix)
+        for kind in types:
+            if kind is not np.ndarray and issubclass(kind, np.ndarray) and (
+                kind not in PLAIN_SUBCLASSES
+            ):
+                raise NotDifferentiableError(subclass_message(kind, "an argument"))
+    return function_call(func, args, kwargs)
+
+
+def function_call(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """``func(*args, **kwargs)``: its rule, numpy without a derivative, or traced through."""
     try:
         adapter = FUNCTION_RULES.get(func)
         if adapter is not None:
@@ -153,13 +269,12 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
         result = call_without_derivative(func, args, kwargs)
-        return METHOD_RULES["assign_out"](result, out, f"{function_name(func)}(..., out=)")
+        return mutation.assign_out(result, out, f"{function_name(func)}(..., out=)")
     result = func(*_read_only(tuple(args)), **_read_only(kwargs))
     wrapped = tuple(_wrapped_arrays(args))
     return wrap_constant(result, wrapped, tuple(w._raw for w in wrapped))
 
 
-@array_method("apply")
 def apply(
     rule: VjpRule,
     args: tuple[Any, ...],
@@ -208,9 +323,6 @@ def apply(
     if need_ans:
         save_output(node, out, trace.mode)
     return out
-
-
-# How engine.call_rule records a rule applied to a traced value: the value's type says.
 
 
 def guarded_arguments(args: Any, raw: list[Any]) -> list[Any]:
@@ -304,3 +416,76 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
         ) from error
     finally:
         _TRACING_THROUGH.reset(token)
+
+
+def operator_methods() -> dict[str, Callable[..., Any]]:
+    """The types' Python operators, by name: each a ufunc through :func:`binary`/:func:`unary`.
+
+    ``x += v`` writes into ``x`` (:func:`mutagrad.array.mutation.ufunc_into`); a
+    WrappedScalar, immutable like a numpy scalar, rebinds instead.
+    """
+    methods: dict[str, Callable[..., Any]] = {}
+    arithmetic = [
+        ("add", np.add, operator.add),
+        ("sub", np.subtract, operator.sub),
+        ("mul", np.multiply, operator.mul),
+        ("truediv", np.true_divide, operator.truediv),
+        ("floordiv", np.floor_divide, operator.floordiv),
+        ("mod", np.remainder, operator.mod),
+        ("pow", np.power, operator.pow),
+        ("matmul", np.matmul, operator.matmul),
+        ("and", np.bitwise_and, operator.and_),
+        ("or", np.bitwise_or, operator.or_),
+        ("xor", np.bitwise_xor, operator.xor),
+        ("lshift", np.left_shift, operator.lshift),
+        ("rshift", np.right_shift, operator.rshift),
+    ]
+    for name, ufunc, pyop in arithmetic:
+
+        def forward(self, other, ufunc=ufunc, pyop=pyop):
+            return binary(ufunc, pyop, self, other)
+
+        def reflected(self, other, ufunc=ufunc, pyop=pyop):
+            return binary(ufunc, pyop, other, self)
+
+        def in_place(self, other, ufunc=ufunc, pyop=pyop):
+            if not isinstance(self._raw, np.ndarray):
+                return binary(ufunc, pyop, self, other)  # numpy scalars are immutable
+            mutation.ufunc_into(ufunc, (self, other), self, {})
+            return self
+
+        for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):
+            fn.__name__ = f"__{prefix}{name}__"
+            methods[fn.__name__] = fn
+    for name, ufunc, pyop in [
+        ("eq", np.equal, operator.eq),
+        ("ne", np.not_equal, operator.ne),
+        ("lt", np.less, operator.lt),
+        ("le", np.less_equal, operator.le),
+        ("gt", np.greater, operator.gt),
+        ("ge", np.greater_equal, operator.ge),
+    ]:
+
+        def compare(self, other, ufunc=ufunc, pyop=pyop):
+            return binary(ufunc, pyop, self, other)
+
+        compare.__name__ = f"__{name}__"
+        methods[compare.__name__] = compare
+    for name, ufunc, pyop in [
+        ("neg", np.negative, operator.neg),
+        ("pos", np.positive, operator.pos),
+        ("abs", np.absolute, operator.abs),
+        ("invert", np.invert, operator.invert),
+    ]:
+
+        def one(self, ufunc=ufunc, pyop=pyop):
+            return unary(ufunc, pyop, self)
+
+        one.__name__ = f"__{name}__"
+        methods[one.__name__] = one
+
+    def divmod_(self, other):
+        return np.divmod(self, other)
+
+    methods["__divmod__"] = divmod_
+    return methods

@@ -26,7 +26,29 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core import indexing
+from mutagrad.array import indexing
+from mutagrad.array.value import (
+    BORROWED,
+    BUFFER,
+    DETACHED,
+    FROZEN,
+    READONLY,
+    SHARED_INPUT,
+    THAWED,
+    WrappedArray,
+    WrappedValue,
+    any_active,
+    array_like,
+    check_thread,
+    holds_wrapped,
+    is_active,
+    node_of,
+    operand,
+    runs_elsewhere,
+    stack_sequence,
+    truncates,
+    unwrap,
+)
 from mutagrad.core.engine import (
     EXPORTED,
     RUNNING,
@@ -42,33 +64,8 @@ from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.messages import conversion_message, missing_rule_message
 from mutagrad.core.record import push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
+from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, rule_found_on_miss
 from mutagrad.core.sites import Site, format_site, user_site, with_article
-from mutagrad.core.wrapped import (
-    BORROWED,
-    BUFFER,
-    DETACHED,
-    FROZEN,
-    METHOD_RULES,
-    NONDIFFERENTIABLE,
-    READONLY,
-    SHARED_INPUT,
-    THAWED,
-    UFUNC_RULES,
-    WrappedArray,
-    WrappedValue,
-    any_active,
-    array_like,
-    array_method,
-    check_thread,
-    holds_wrapped,
-    is_active,
-    node_of,
-    operand,
-    runs_elsewhere,
-    stack_sequence,
-    truncates,
-    unwrap,
-)
 from mutagrad.errors import (
     FrozenBufferError,
     MissingRuleError,
@@ -403,7 +400,6 @@ def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
     )
 
 
-@array_method("setitem")
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
     # (STATE first: isinstance would ask a traced scalar its __class__, a Python property)
     if type(index) is int and STATE.get() is None and isinstance(value, _NUMBERS):
@@ -427,7 +423,6 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
 _NUMBERS = (float, int, np.generic)
 
 
-@array_method("assign")
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
     trace = STATE.get()
@@ -690,7 +685,6 @@ def write_in_place(
     return out
 
 
-@array_method("ufunc_into")
 def ufunc_into(
     ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
 ) -> WrappedArray:
@@ -701,7 +695,7 @@ def ufunc_into(
         and ufunc not in NONDIFFERENTIABLE
         and (any_active(inputs) or any_active((out,)))
     ):
-        if METHOD_RULES["rules_on_first_use"](ufunc):  # SciPy's, registered when first met
+        if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
             return ufunc_into(ufunc, inputs, out, kwargs)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
 
@@ -712,7 +706,6 @@ def ufunc_into(
                           f"np.{ufunc.__name__}(..., out=)")  # fmt: skip
 
 
-@array_method("ufunc_with_out")
 def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:
     """A ufunc call with ``out=``: in place into WrappedArrays, refused into raw arrays."""
     kwargs = dict(kwargs)
@@ -766,7 +759,6 @@ def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
     )
 
 
-@array_method("assign_out")
 def assign_out(result: Any, out: Any, operation: str) -> Any:
     """Finish a function called with ``out=``: store ``result`` into ``out`` in place."""
     if out is None:
