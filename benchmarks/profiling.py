@@ -194,7 +194,7 @@ _PHASES = {
 
 # (file suffix or directory, function names or None for any) -> category; first match wins.
 _CATEGORIES: list[tuple[str, tuple[str, ...] | None, str]] = [
-    ("core/sites.py", None, "site lookup (sites.py)"),
+    ("diagnostics/sites.py", None, "site lookup (sites.py)"),
     (
         "core/engine.py",
         ("record", "save_value", "capture", "_remember", "save_output", "plan", "__init__"),

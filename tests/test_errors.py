@@ -30,7 +30,7 @@ import pytest
 
 import mutagrad
 import mutagrad.numpy as mnp
-from mutagrad.tracebacks import FILTERING_VARIABLE
+from mutagrad.diagnostics.tracebacks import FILTERING_VARIABLE
 
 SOURCE = Path(mutagrad.__file__).parent
 THIS_FILE = Path(__file__).name

@@ -1,7 +1,7 @@
 """The import layering of mutagrad, read from the source with ``ast``.
 
-Layers import downward only: ``errors`` <- ``core`` <- ``array`` <- ``rules``
-<- the API modules <- the tools (``testing``, ``report``, ``coverage``,
+Layers import downward only: ``errors`` <- ``diagnostics`` <- ``core`` <-
+``array`` <- ``rules`` <- the API modules <- the tools (``testing``, ``report``, ``coverage``,
 ``__main__``). Every import counts, including one inside a function, and so
 does the package ``__init__`` that importing a module of another package runs
 first. The edges are explicit: no string-keyed method table and no
@@ -106,17 +106,26 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
     return components
 
 
+def test_diagnostics_import_only_errors():
+    for name, targets in graph().items():
+        if name.startswith("mutagrad.diagnostics"):
+            allowed = ("mutagrad.diagnostics", "mutagrad.errors")
+            above = {t for t in targets if not t.startswith(allowed)}
+            assert not above, f"{name} imports {sorted(above)}"
+
+
 def test_core_imports_nothing_above_it():
     for name, targets in graph().items():
         if name.startswith("mutagrad.core"):
-            above = {t for t in targets if not t.startswith(("mutagrad.core", "mutagrad.errors"))}
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics")
+            above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
 
 
 def test_the_array_imports_only_core():
     for name, targets in graph().items():
         if name.startswith("mutagrad.array"):
-            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.array")
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics", "mutagrad.array")
             above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
 
@@ -124,7 +133,8 @@ def test_the_array_imports_only_core():
 def test_rules_import_only_core_the_array_and_each_other():
     for name, targets in graph().items():
         if name.startswith("mutagrad.rules"):
-            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.array", "mutagrad.rules")
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics", "mutagrad.array",
+                       "mutagrad.rules")  # fmt: skip
             above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
 

@@ -54,7 +54,12 @@ from mutagrad.core.engine import (
     raise_other_thread_error,
 )
 from mutagrad.core.memory import copy_keeping_layout
-from mutagrad.core.messages import (
+from mutagrad.core.modes import MODE, Mode, mode_named
+from mutagrad.core.record import input_node
+from mutagrad.core.regions import traced_densify
+from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
+from mutagrad.core.trees import FLAT_TUPLE, flatten
+from mutagrad.diagnostics.messages import (
     PLAIN_SUBCLASSES,
     frozen_write_message,
     leaf_message,
@@ -63,12 +68,8 @@ from mutagrad.core.messages import (
     unbound_method_called,
     unbound_method_message,
 )
-from mutagrad.core.modes import MODE, Mode, mode_named
-from mutagrad.core.record import input_node
-from mutagrad.core.regions import traced_densify
-from mutagrad.core.sites import innermost_user_site, raised_by_mutagrad, with_article
-from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
-from mutagrad.core.trees import FLAT_TUPLE, flatten
+from mutagrad.diagnostics.sites import innermost_user_site, raised_by_mutagrad, with_article
+from mutagrad.diagnostics.tracebacks import api_boundary, conversion_hidden_by
 from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
@@ -76,7 +77,6 @@ from mutagrad.errors import (
     forget_conversion_errors,
 )
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
-from mutagrad.tracebacks import api_boundary, conversion_hidden_by
 
 
 @contextlib.contextmanager

@@ -68,8 +68,14 @@ from mutagrad.core.engine import (
 from mutagrad.core.memory import is_dense
 from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, push
-from mutagrad.core.sites import Site, describe_site, format_site, innermost_user_site, user_site
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.sites import (
+    Site,
+    describe_site,
+    format_site,
+    innermost_user_site,
+    user_site,
+)
 from mutagrad.errors import MutagradError
 from mutagrad.reachable import reachable_values
 

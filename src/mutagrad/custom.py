@@ -65,10 +65,10 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.record import owned_value, push
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
-from mutagrad.core.sites import Site, format_site, user_site
 from mutagrad.core.tangents import NoTangent, is_structural_zero
+from mutagrad.diagnostics.sites import Site, format_site, user_site
+from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
-from mutagrad.tracebacks import api_boundary
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -26,10 +26,10 @@ from mutagrad.array.value import WrappedValue
 from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.memory import describe_part
 from mutagrad.core.regions import VIEW_READ, WRITE
-from mutagrad.core.sites import describe_site, site_line, source_code
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.sites import describe_site, site_line, source_code
+from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
-from mutagrad.tracebacks import api_boundary
 
 
 @attrs.frozen

@@ -32,13 +32,13 @@ from mutagrad.api import (
 from mutagrad.array.value import WrappedValue, node_of
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
-from mutagrad.core.messages import leaf_message
-from mutagrad.core.sites import with_article
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.messages import leaf_message
+from mutagrad.diagnostics.sites import with_article
+from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads
-from mutagrad.tracebacks import api_boundary
 
 WithJacobian = namedtuple("WithJacobian", ["val", "grad"])
 WithJacobian.__doc__ = "``(val, grad)``: the value of ``f`` and one Jacobian per argument."

@@ -24,8 +24,8 @@ from mutagrad.core.engine import (
     read_only,
 )
 from mutagrad.core.record import push
-from mutagrad.core.sites import user_site
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.sites import user_site
 
 
 class HookRule(Rule):

@@ -19,7 +19,7 @@ from mutagrad.array.value import (
     WrappedArray,
     WrappedScalar,
 )
-from mutagrad.core.sites import global_names
+from mutagrad.diagnostics.sites import global_names
 
 _MAX_DEPTH = 6
 _MAX_OBJECTS = 20_000

@@ -49,9 +49,9 @@ from mutagrad.array.value import WrappedValue
 from mutagrad.core.engine import STATE
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
 from mutagrad.higher import _zygote_hessian, call_with_jacobian
-from mutagrad.tracebacks import api_boundary
 
 Argnums = int | Sequence[int]
 

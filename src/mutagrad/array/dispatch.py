@@ -51,12 +51,6 @@ from mutagrad.array.value import (
 )
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, Node, VjpRule
-from mutagrad.core.messages import (
-    PLAIN_SUBCLASSES,
-    function_name,
-    missing_rule_message,
-    subclass_message,
-)
 from mutagrad.core.record import owned_value, record, record1, record2, save_output
 from mutagrad.core.registry import (
     FUNCTION_RULES,
@@ -64,7 +58,13 @@ from mutagrad.core.registry import (
     UFUNC_RULES,
     rule_found_on_miss,
 )
-from mutagrad.core.sites import (
+from mutagrad.diagnostics.messages import (
+    PLAIN_SUBCLASSES,
+    function_name,
+    missing_rule_message,
+    subclass_message,
+)
+from mutagrad.diagnostics.sites import (
     describe_site,
     format_site,
     innermost_user_site,

@@ -28,8 +28,8 @@ from mutagrad.array.value import (
 )
 from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
-from mutagrad.core.sites import user_site_from
 from mutagrad.core.tangents import BASIC, FANCY
+from mutagrad.diagnostics.sites import user_site_from
 
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:

@@ -22,7 +22,7 @@ from mutagrad.array.value import (
     unwrap,
     wrap_constant,
 )
-from mutagrad.core.messages import refused
+from mutagrad.diagnostics.messages import refused
 from mutagrad.errors import NotDifferentiableError
 
 

@@ -61,11 +61,11 @@ from mutagrad.core.engine import (
     refuse_other_thread_write,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
-from mutagrad.core.messages import conversion_message, missing_rule_message
 from mutagrad.core.record import push, record, save_output
 from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
 from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, rule_found_on_miss
-from mutagrad.core.sites import Site, format_site, user_site, with_article
+from mutagrad.diagnostics.messages import conversion_message, missing_rule_message
+from mutagrad.diagnostics.sites import Site, format_site, user_site, with_article
 from mutagrad.errors import (
     FrozenBufferError,
     MissingRuleError,

@@ -47,7 +47,11 @@ from mutagrad.core.engine import (
     Node,
     refuse_other_thread,
 )
-from mutagrad.core.messages import (
+from mutagrad.core.record import push
+from mutagrad.core.regions import VIEW_READ
+from mutagrad.core.registry import FUNCTION_RULES
+from mutagrad.diagnostics.conversions import casts_explicitly
+from mutagrad.diagnostics.messages import (
     PLAIN_SUBCLASSES,
     attribute_refused,
     conversion_message,
@@ -58,11 +62,7 @@ from mutagrad.core.messages import (
     subclass_message,
     writable_memory_reason,
 )
-from mutagrad.core.record import push
-from mutagrad.core.regions import VIEW_READ
-from mutagrad.core.registry import FUNCTION_RULES
-from mutagrad.core.sites import (
-    casts_explicitly,
+from mutagrad.diagnostics.sites import (
     is_user_frame,
     user_site,
     user_site_from,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import threading
 import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -46,13 +45,6 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.memory import describe_part, has_layout, owned_copy
-from mutagrad.core.sites import (
-    Site,
-    format_site,
-    rewrite_with_copy,
-    site_line,
-    source_code,
-)
 from mutagrad.core.tangents import (
     ZERO,
     Meta,
@@ -61,6 +53,16 @@ from mutagrad.core.tangents import (
     ZeroTangent,
     cotangent_dtype,
     unbroadcast,
+)
+from mutagrad.diagnostics.messages import (
+    closure_snapshot_message,
+    complex_message,
+    no_vjp_message,
+    other_thread_message,
+    other_thread_write_message,
+)
+from mutagrad.diagnostics.sites import (
+    Site,
 )
 from mutagrad.errors import MutagradError, NotDifferentiableError, SnapshotUnavailableError
 
@@ -197,18 +199,7 @@ def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
     running = [t for t in RUNNING if t.tape is tape]
     if not running or any(t.thread == here for t in running):
         return
-    owner = running[-1].thread
-    names = {t.ident: t.name for t in threading.enumerate()}
-    here = threading.current_thread().name
-    error = NotDifferentiableError(
-        f"{operation} on a traced value in thread {here!r}, at\n{format_site(site)}\n"
-        "but that value belongs to the gradient call running in thread "
-        f"{names.get(owner, owner)!r}. mutagrad traces the thread that called it: here the value "
-        "would count as a constant, and the gradient would be wrong, so mutagrad refuses.\n"
-        "Fix: do this work in the thread that called mutagrad (the same numpy code, without the "
-        "thread or pool), or hand the thread values that carry no gradient "
-        "(mutagrad.ignore_derivatives(x))."
-    )
+    error = NotDifferentiableError(other_thread_message(operation, site, running[-1].thread))
     if tape.other_thread_error is None:
         tape.other_thread_error = error
     raise error
@@ -216,18 +207,7 @@ def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
 
 def refuse_other_thread_write(trace: Trace, operation: str, site: Site | None) -> None:
     """Refuse an in-place write recorded from a thread other than the one ``trace`` runs in."""
-    names = {t.ident: t.name for t in threading.enumerate()}
-    error = NotDifferentiableError(
-        f"{operation} on a traced array in thread {threading.current_thread().name!r}, at\n"
-        f"{format_site(site)}\n"
-        "while the gradient call it belongs to runs in thread "
-        f"{names.get(trace.thread, trace.thread)!r}. Reads from such a thread are recorded, but "
-        "writes are not: two threads writing parts of one array at once would each record "
-        "their write over the array's value before the other's, and one write would be lost "
-        "from the gradient, so mutagrad refuses.\n"
-        "Fix: do the writes in the thread that called mutagrad (a thread may compute values "
-        "that the calling thread then writes into the buffer)."
-    )
+    error = NotDifferentiableError(other_thread_write_message(operation, site, trace.thread))
     if trace.tape.other_thread_error is None:
         trace.tape.other_thread_error = error
     raise error
@@ -375,6 +355,10 @@ class Capture:
     def valid(self) -> bool:
         return self.poisoned_by is None
 
+    def saved_part(self) -> str:
+        """Which part of its base array the saved value is, as index text ("" if copied)."""
+        return describe_part(self.region, self.base._raw) if self.region is not None else ""
+
     def read(self) -> np.ndarray:
         if self.poisoned_by is not None:
             return self.mode.read_poisoned(self)
@@ -393,14 +377,7 @@ class Capture:
         """
         if self.closure:
             raise SnapshotUnavailableError(
-                f"snapshot mode must keep the old value that the rule for {self.node.rule.name} "
-                f"saved,\n{format_site(self.node.site)}\n"
-                f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
-                "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
-                "cannot redirect to a copy.\n"
-                "Fix: register the rule with declared saved values instead:\n"
-                "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
-                "so the engine owns what the pullback reads."
+                closure_snapshot_message(self.node.rule.name, self.node.site, write)
             )
         self.detach()
         self.copied_by = write
@@ -408,132 +385,25 @@ class Capture:
             self.tape.bytes_copied += self.data.nbytes
 
 
-def poison_message(capture: Capture) -> str:
-    """The text of the PoisonedCaptureError raised on reading ``capture``.
-
-    It names the operation that saved the value and the write that replaced
-    it (sites, source text, regions, versions), then fixes that keep what the
-    program computes (see :func:`_poison_fixes`). A rule may offer fixes of
-    its own with a ``poison_fixes(capture)`` method, returning None where the
-    standard ones apply.
-    """
-    write = capture.poisoned_by
-    assert write is not None
-    node = capture.node
-    base = capture.base
-    saved = describe_part(capture.region, base._raw) if capture.region is not None else ""
-    lines = [
-        f"the value {node.rule.name} saved for its pullback was overwritten in place before "
-        "the backward pass read it.",
-        "",
-        f"  captured by {node.rule.name} at version {capture.version}"
-        + (f": {saved} of an array of shape {base._raw.shape}" if saved else "")
-        + ",",
-        format_site(node.site),
-        f"  overwritten by {write.operation} at {write.region} of that array, making version "
-        f"{write.version}:",
-        format_site(write.site),
-    ]
-    capture_text, write_text = source_code(node.site), source_code(write.site)
-    if capture_text and write_text:
-        lines.insert(1, f"  `{capture_text}` needs the old value; `{write_text}` replaced it.")
-    rule_fixes = getattr(node.rule, "poison_fixes", None)
-    fixes = rule_fixes(capture) if rule_fixes is not None else None
-    if fixes is None:
-        fixes = _poison_fixes(capture)
-    items = [("  - " if k == 0 else "  - or, ") + "\n    ".join(fix) for k, fix in enumerate(fixes)]
-    return "\n".join([*lines, "", "Fixes that keep what the program computes:", *items])
-
-
-_PYTHON_NUMBERS = (bool, int, float, complex)
-
-
-def _poison_fixes(capture: Capture) -> list[list[str]]:
-    """Fixes for a poisoned capture that never change what the program computes.
-
-    Snapshot mode first, unless a closure holds the value; then handing the
-    operation a copy at the capture site (:func:`_copy_fix`). A copy just
-    before the write is never offered: other names and views of the array
-    would stop seeing the write, which changes the program.
-    """
-    fixes = []
-    if not capture.closure:
-        fixes.append([
-            'run with mode="snapshot": just before a write overwrites a value that a pullback',
-            "still needs, it copies that value (the cost shows in withgradient(...).bytes_copied);",
-        ])  # fmt: skip
-    copy_fix = _copy_fix(capture)
-    if copy_fix is not None:
-        fixes.append(copy_fix)
-    return fixes
-
-
-def _copy_fix(capture: Capture) -> list[str] | None:
-    """Hand the operation that saved ``capture`` a copy, at the line where it did.
-
-    It computes the same value from the copy, and what it saves is then an
-    array that no other name or view can reach, so no later write can
-    overwrite it. The rewritten line is spelled out when
-    :func:`rewrite_with_copy` is certain which expression gave the saved
-    array. Otherwise the fix is described in words for a saved argument, and
-    not offered for a saved result (the operation may have written it into an
-    existing array, ``out=``, where no copy helps), nor where a Python number
-    came in that place in another run of the line (it has no ``.copy()``).
-    """
-    node = capture.node
-    name = node.rule.name
-    if isinstance(node.rule, VjpRule):
-        positions = tuple(i for i, saved in enumerate(node.saved) if saved is capture)
-        result = positions == (len(node.saved) - 1,)
-        if not result and not _arrays_at_every_execution(node, positions):
-            return None
-        data = capture.data
-        copy = ".copy()" if data.ndim <= 1 or data.flags.c_contiguous else '.copy(order="K")'
-        arguments = None if result else positions
-        rewrite = rewrite_with_copy(node.site, name, len(node.inputs), arguments, copy)
-        if rewrite is not None:
-            line, before, after = rewrite
-            return [
-                f"give {name} a copy of what it saves: the values stay the same, and no later",
-                "write can reach the copy:",
-                f"  line {line}: `{before}`",
-                f"  becomes: `{after}`",
-            ]
-        if result:
-            return None
-    return [
-        f"at line {site_line(node.site)}, pass {name} a copy of the array it saved (`a.copy()` "
-        "in place of the",
-        "argument `a` that holds it): the values stay the same, and no later write can reach "
-        "the copy.",
-    ]
-
-
-def _arrays_at_every_execution(node: Node, positions: tuple[int, ...]) -> bool:
-    """Whether every recorded run of ``node``'s operation passed arrays at ``positions``.
-
-    A loop may pass a Python number the first time round (``acc = 1.0``) and
-    an array later; ``acc.copy()`` would fail on the number.
-    """
-    for other in node.tape.nodes:
-        if other.rule is node.rule and other.site == node.site:
-            saved = other.saved
-            if any(i < len(saved) and type(saved[i]) in _PYTHON_NUMBERS for i in positions):
-                return False
-    return True
-
-
 class Rule:
     """How the engine differentiates one kind of node."""
 
     __slots__ = ("name",)
     leaf = False
+    # Whether node.saved holds what the pullback reads of each argument by position,
+    # then of the output (VjpRule): a poison error can then name the argument to copy.
+    saves_by_position = False
 
     def __init__(self, name: str):
         self.name = name
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         raise NotImplementedError
+
+    def poison_fixes(self, capture: Capture) -> list[list[str]] | None:
+        """This rule's own fixes for a poisoned ``capture``; None where the standard ones
+        (mutagrad.diagnostics.advice) apply."""
+        return None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -582,6 +452,7 @@ class VjpRule(Rule):
     """
 
     __slots__ = ("_plans", "fun", "params", "reads", "trusted", "vjps")
+    saves_by_position = True
 
     def __init__(
         self,
@@ -742,12 +613,7 @@ class VjpRule(Rule):
     def _no_derivative(self, inp: Node, i: int) -> None:
         """An active argument without a vjp: fine for an integer (an index, a size)."""
         if inp.dtype.kind not in "biu":
-            raise NotDifferentiableError(
-                f"{self.name} has no derivative with respect to argument {i}, "
-                "but that argument depends on a differentiated input.\n"
-                f"Fix: give {self.name} a vjp for argument {i}, or pass "
-                "mutagrad.ignore_derivatives(...) for that argument if no gradient should flow."
-            )
+            raise NotDifferentiableError(no_vjp_message(self.name, i))
 
 
 _NO_KWARGS: dict[str, Any] = {}
@@ -1020,14 +886,7 @@ def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
     traced value stops the call instead.
     """
     if dtype.kind == "c":
-        raise NotDifferentiableError(
-            f"{operation} made a complex value from a differentiated input, at\n"
-            f"{format_site(site)}\n"
-            "mutagrad differentiates real-valued numpy code only: complex intermediates are "
-            "refused rather than differentiated with an untested convention.\n"
-            "Fix: write the computation in real arithmetic (separate real and imaginary "
-            "parts), or pass mutagrad.ignore_derivatives(x) if no gradient should flow here."
-        )
+        raise NotDifferentiableError(complex_message(operation, site))
 
 
 # A WrappedArray flag (see mutagrad.array.value): np.asarray handed the array's

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from mutagrad.core.engine import Capture, WriteRecord, poison_message
-from mutagrad.core.sites import Site, format_site
+from mutagrad.core.engine import Capture, WriteRecord
+from mutagrad.diagnostics.advice import poison_message
+from mutagrad.diagnostics.sites import Site, format_site
 from mutagrad.errors import MutationError, PoisonedCaptureError
 
 

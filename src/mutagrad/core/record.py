@@ -43,8 +43,8 @@ from mutagrad.core.engine import (
     VjpRule,
     capture,
 )
-from mutagrad.core.sites import Site
 from mutagrad.core.tangents import Meta
+from mutagrad.diagnostics.sites import Site
 
 
 def push(node: Node, saved: tuple[Any, ...], aux: dict[str, Any] | None = None) -> Node:

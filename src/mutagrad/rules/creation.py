@@ -15,8 +15,8 @@ import numpy as np
 from mutagrad.array.dispatch import apply
 from mutagrad.array.mutation import assign
 from mutagrad.array.value import WrappedValue, any_active, array_like, unwrap, wrap_constant
-from mutagrad.core.messages import conversion_message
 from mutagrad.core.registry import VjpRule, implements
+from mutagrad.diagnostics.messages import conversion_message
 from mutagrad.errors import TracerConversionError
 
 

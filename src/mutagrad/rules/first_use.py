@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, on_rule_miss
-from mutagrad.core.sites import describe_site, user_site
+from mutagrad.diagnostics.sites import describe_site, user_site
 from mutagrad.errors import MissingRuleError
 
 # The rule module for the ufuncs of a library -> the modules where that library

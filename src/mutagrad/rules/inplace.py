@@ -27,9 +27,9 @@ from mutagrad.array.value import (
     unwrap,
     wrap_constant,
 )
-from mutagrad.core.messages import conversion_message
 from mutagrad.core.regions import FANCY_INDEX, gather
 from mutagrad.core.registry import VjpRule, implements
+from mutagrad.diagnostics.messages import conversion_message
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
 from mutagrad.rules.rearrange import index_map, rearranged
 

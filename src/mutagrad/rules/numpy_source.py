@@ -47,7 +47,7 @@ import numpy as np
 
 from mutagrad.array.value import WrappedArray, WrappedValue, holds_wrapped, stack_sequence
 from mutagrad.core.registry import implements
-from mutagrad.core.sites import global_names
+from mutagrad.diagnostics.sites import global_names
 
 __all__ = ["TRACED", "Traced", "traced_copy"]
 

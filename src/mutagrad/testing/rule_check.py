@@ -54,9 +54,9 @@ import numpy as np
 from mutagrad.api import withgradient
 from mutagrad.array.value import WrappedArray, WrappedValue
 from mutagrad.core.engine import ANS, Rule, VjpRule
-from mutagrad.core.messages import function_name
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.custom import ClosureRule
+from mutagrad.diagnostics.messages import function_name
 from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,

@@ -1,397 +1,62 @@
-"""Source locations in the user's code.
+"""What the user's code did when a traced value became a raw one, and the fix that suits it.
 
-Errors must point at the user's line, not at mutagrad's or numpy's internals.
-:func:`user_site` walks outward from the caller's frame, skipping frames whose
-code lives in mutagrad's engine, its rules or numpy, and returns a cheap
-``(code, offset)`` pair (the bytecode offset of the call being made: every
-recorded operation stores one, and turning an offset into a line number walks
-the code's line table, so that waits until a message needs it);
-:func:`site_line` gives the line, :func:`describe_site` ``file:line`` and
-:func:`source_line` the source text. :func:`rewrite_with_copy` edits the
-expression at a site so that the operation there saves a copy (the fix a
-PoisonedCaptureError offers).
+A :class:`~mutagrad.errors.TracerConversionError` names the construct in the
+user's words (``np.asarray(x)``, ``np.array([...])`` of traced values, a
+store into a raw buffer, ``math.sin``, ``float(v)``) read from the expression
+at the user's line, and offers the fixes that work for it
+(:func:`describe_conversion`). :func:`casts_explicitly` tells an explicit
+integer cast from a store numpy truncates on its own.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import io
 import linecache
-import os
 import re
-import sys
-import tokenize
-from itertools import islice
-from types import CodeType, FrameType, TracebackType
 
 import numpy
 
-Site = tuple[CodeType, int]  # (code, bytecode offset)
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _library_dirs(name: str) -> list[str]:
-    """Where an installed library's code lives, found without importing it (SciPy: an
-    error raised inside its code names the user's call into it)."""
-    spec = importlib.util.find_spec(name)
-    locations = spec.submodule_search_locations if spec is not None else None
-    return [os.path.abspath(d) + os.sep for d in locations or ()]
-
-# Modules whose frames are machinery, never the user's code. mutagrad.testing,
-# the report corpus and the examples are user code as far as sites are concerned.
-# custom.py is machinery: a function with a custom rule is called from the
-# user's line through custom.py's wrappers, and that line is the site.
-_INTERNAL_PREFIXES = (
-    os.path.join(_PACKAGE_DIR, "core") + os.sep,
-    os.path.join(_PACKAGE_DIR, "array") + os.sep,
-    os.path.join(_PACKAGE_DIR, "rules") + os.sep,
-    os.path.join(_PACKAGE_DIR, "api.py"),
-    os.path.join(_PACKAGE_DIR, "custom.py"),
-    os.path.join(_PACKAGE_DIR, "explain.py"),
-    os.path.join(_PACKAGE_DIR, "transforms.py"),
-    os.path.join(_PACKAGE_DIR, "tracebacks.py"),
-    os.path.join(_PACKAGE_DIR, "numpy.py"),
-    os.path.join(_PACKAGE_DIR, "buffer.py"),
-    os.path.join(_PACKAGE_DIR, "higher.py"),
-    os.path.join(_PACKAGE_DIR, "params.py"),
-    os.path.join(_PACKAGE_DIR, "checkpoint.py"),
-    os.path.join(_PACKAGE_DIR, "hook.py"),
-    os.path.join(_PACKAGE_DIR, "reachable.py"),
-    os.path.join(_PACKAGE_DIR, "porting.py"),
-    os.path.join(_PACKAGE_DIR, "scipy") + os.sep,
-    os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
-    *_library_dirs("scipy"),
-    "<__array_function__",
+from mutagrad.diagnostics.sites import (
+    NUMPY_MODULE_NAMES,
+    Site,
+    expression_at,
+    format_site,
+    root_name,
+    site_line,
 )
-# Code already classified: machinery (skipped by the walk), or the user's,
-# with bytecode offset -> its site. A loop records the same few sites
-# thousands of times; every node shares one tuple per call site.
-_internal_code: set[CodeType] = set()
-_user_sites: dict[CodeType, dict[int, Site]] = {}
-
-
-def user_site(depth: int = 2) -> Site | None:
-    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
-    return user_site_from(sys._getframe(depth))
-
-
-def user_site_from(frame: FrameType | None) -> Site | None:
-    """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
-    while frame is not None:
-        code = frame.f_code
-        sites = _user_sites.get(code)
-        if sites is None and code not in _internal_code:
-            sites = _classify(code)
-        if sites is not None:
-            offset = frame.f_lasti
-            site = sites.get(offset)
-            if site is None:
-                site = sites[offset] = (code, offset)
-            return site
-        frame = frame.f_back
-    return None
-
-
-def global_names(code: CodeType) -> set[str]:
-    """The names ``code`` (and the functions and comprehensions in it) may read as globals."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, CodeType):
-            names |= global_names(const)
-    return names
-
-
-def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
-    """:func:`user_site_from` for a snapshot of a stack: ``(code, offset)`` pairs, innermost first.
-
-    A live frame's offset moves on as its code runs; a snapshot keeps where
-    each frame was when it was taken.
-    """
-    for code, offset in stack:
-        if code in _internal_code:
-            continue
-        if code in _user_sites or _classify(code) is not None:
-            return (code, offset)
-    return None
-
-
-def _classify(code: CodeType) -> dict[int, Site] | None:
-    """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
-    if code.co_filename.startswith(_INTERNAL_PREFIXES):
-        _internal_code.add(code)
-        return None
-    return _user_sites.setdefault(code, {})
-
-
-def site_line(site: Site | None) -> int | None:
-    """The line number of ``site``."""
-    if site is None:
-        return None
-    code, offset = site
-    for start, end, line in code.co_lines():
-        if start <= offset < end:
-            return line
-    return code.co_firstlineno
-
-
-def innermost_user_site(traceback: TracebackType | None) -> Site | None:
-    """The deepest frame of ``traceback`` in the user's code: where an error was raised."""
-    found = None
-    while traceback is not None:
-        code = traceback.tb_frame.f_code
-        if not code.co_filename.startswith(_INTERNAL_PREFIXES):
-            found = (code, traceback.tb_lasti)
-        traceback = traceback.tb_next
-    return found
-
-
-def raised_by_mutagrad(error: BaseException) -> bool:
-    """Whether the innermost frame of ``error``'s traceback is mutagrad's own code."""
-    traceback = error.__traceback__
-    if traceback is None:
-        return False
-    while traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    return traceback.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
-
-
-def describe_site(site: Site | None) -> str:
-    """``file:line (in function)``, or a placeholder when no user frame was found."""
-    if site is None:
-        return "<unknown location>"
-    code = site[0]
-    return f"{code.co_filename}:{site_line(site)} (in {code.co_name})"
-
-
-def source_line(site: Site | None) -> str:
-    """The stripped source text at ``site``, or an empty string."""
-    if site is None:
-        return ""
-    line = site_line(site)
-    return linecache.getline(site[0].co_filename, line).strip() if line is not None else ""
-
-
-def without_comment(line: str) -> str:
-    """One line of code without its trailing comment and the padding before it."""
-    if "#" not in line:
-        return line.strip()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(line).readline):
-            if token.type == tokenize.COMMENT:
-                return line[: token.start[1]].strip()
-    except (tokenize.TokenError, SyntaxError):  # an unfinished statement: its code ends there
-        pass
-    return line.strip()
-
-
-def source_code(site: Site | None) -> str:
-    """The code at ``site``, without a trailing comment: what a message quotes inline."""
-    return without_comment(source_line(site))
-
-
-def format_site(site: Site | None, indent: str = "    ") -> str:
-    """``file:line`` followed by the source line, for error messages."""
-    text = source_line(site)
-    where = describe_site(site)
-    return f"{indent}{where}\n{indent}    {text}" if text else f"{indent}{where}"
-
-
-# --------------------------------------------------------------------------
-# Rewriting the expression at a site: the copy that keeps a saved value safe.
-
-# The ufunc an operator calls, by its name (the name of its rule).
-_OPERATOR_UFUNCS = {
-    ast.Add: "add",
-    ast.Sub: "subtract",
-    ast.Mult: "multiply",
-    ast.Div: "divide",
-    ast.FloorDiv: "floor_divide",
-    ast.Mod: "remainder",
-    ast.Pow: "power",
-    ast.MatMult: "matmul",
-}
-_NUMPY_MODULE_NAMES = ("np", "numpy")
-# Functions and methods that write into an argument: handing them a copy would
-# move their write away from the array the program reads afterwards.
-_WRITERS = frozenset(
-    {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis", "at", "sort",
-     "fill", "partition", "resize", "itemset", "setfield"}
-)  # fmt: skip
-# Operands that are certainly not the saved array (which was a WrappedArray).
-_LITERALS = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.JoinedStr)
-
-
-def site_columns(site: Site | None) -> tuple[int, int, int] | None:
-    """``(line, start, end)`` of the expression whose evaluation ``site`` records.
-
-    ``start`` and ``end`` are UTF-8 byte offsets into the line, as in
-    :mod:`ast`. None when the expression spans several lines or Python keeps
-    no column table (before 3.11, or under ``-X no_debug_ranges``).
-    """
-    if site is None:
-        return None
-    code, offset = site
-    positions = getattr(code, "co_positions", None)
-    if positions is None:
-        return None
-    entry = next(islice(positions(), offset // 2, None), None)
-    if entry is None:
-        return None
-    line, end_line, start, end = entry
-    if line is None or line != end_line or start is None or end is None:
-        return None
-    return line, start, end
-
-
-def _root_name(expression: ast.expr) -> str | None:
-    while isinstance(expression, ast.Attribute):
-        expression = expression.value
-    return expression.id if isinstance(expression, ast.Name) else None
-
-
-def _operands(operation: ast.AST, name: str, n_arguments: int) -> list[ast.expr] | None:
-    """The argument expressions of ``operation``, if it certainly calls the rule ``name``.
-
-    An operator ``a * b`` or ``a *= b`` passes ``(a, b)``; a call
-    ``np.f(a, b)`` or ``f(a, b)`` its positional arguments; a method call
-    ``a.f(b)`` its object, then its arguments. The called name must be the
-    rule's, the call must not write into an argument (``out=``, ``x.sort()``)
-    and the number of expressions must be the number of arguments the rule
-    received; otherwise which expression gave which argument is a guess.
-    """
-    if isinstance(operation, (ast.BinOp, ast.AugAssign)):
-        if _OPERATOR_UFUNCS.get(type(operation.op)) != name:
-            return None
-        if isinstance(operation, ast.BinOp):
-            return [operation.left, operation.right]
-        return [operation.target, operation.value]  # type: ignore[list-item]
-    if not isinstance(operation, ast.Call):
-        return None
-    func = operation.func
-    if isinstance(func, ast.Name):
-        called, operands = func.id, list(operation.args)
-    elif isinstance(func, ast.Attribute):
-        called = func.attr
-        numpy_function = _root_name(func.value) in _NUMPY_MODULE_NAMES
-        operands = list(operation.args) if numpy_function else [func.value, *operation.args]
-    else:
-        return None
-    if (
-        called != name.rsplit(".", 1)[-1]
-        or called in _WRITERS
-        or any(keyword.arg in ("out", None) for keyword in operation.keywords)
-        or any(isinstance(a, ast.Starred) for a in operation.args)
-        or len(operands) != n_arguments
-    ):
-        return None
-    return operands
-
-
-def _copied(source: str, expression: ast.expr, copy: str) -> str:
-    if isinstance(expression, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-        return f"{source}{copy}"
-    return f"({source}){copy}"
-
-
-def rewrite_with_copy(
-    site: Site | None,
-    name: str,
-    n_arguments: int,
-    arguments: tuple[int, ...] | None,
-    copy: str = ".copy()",
-) -> tuple[int, str, str] | None:
-    """The source line of ``site`` rewritten so that its operation saves a copy.
-
-    The operation recorded at ``site`` is the rule ``name`` applied to
-    ``n_arguments`` arguments; it saved the arguments at positions
-    ``arguments``, or its result when ``arguments`` is None. The rewrite
-    appends ``copy`` to the expressions that gave those arguments (or to the
-    call that returned the result): the same values flow on, and what the
-    operation saved is an array no other name or view can reach, so no later
-    write can overwrite it. Returns ``(line number, line before, line after)``
-    (stripped), or None unless the site's expression is certainly that
-    operation and the expressions are certainly the saved arrays. A write
-    target (``a`` in ``a *= b``) and a result written into an existing array
-    (``out=``, an augmented assignment) are never rewritten.
-    """
-    columns = site_columns(site)
-    if columns is None:
-        return None
-    line, start, end = columns
-    text = linecache.getline(site[0].co_filename, line)  # type: ignore[index]
-    if "`" in text:
-        return None  # the message quotes the line between backquotes
-    encoded = text.encode()
-    try:
-        statements = ast.parse(encoded[start:end].decode()).body
-    except (SyntaxError, UnicodeDecodeError):
-        return None
-    if len(statements) != 1:
-        return None
-    statement = statements[0]
-    operation = statement.value if isinstance(statement, ast.Expr) else statement
-    operands = _operands(operation, name, n_arguments)
-    if operands is None:
-        return None
-    if arguments is None:
-        if not isinstance(operation, ast.Call):
-            return None  # an operator's result may be a Python number, without .copy()
-        targets: list[ast.expr] = [operation]
-    else:
-        if isinstance(operation, ast.AugAssign) and 0 in arguments:
-            return None
-        targets = [operands[i] for i in arguments]
-        if any(isinstance(t, _LITERALS) for t in targets):
-            return None
-    for target in sorted(targets, key=lambda t: t.col_offset, reverse=True):
-        if target.lineno != 1 or target.end_lineno != 1 or target.end_col_offset is None:
-            return None
-        first, last = start + target.col_offset, start + target.end_col_offset
-        source = encoded[first:last].decode()
-        encoded = encoded[:first] + _copied(source, target, copy).encode() + encoded[last:]
-    return line, text.strip(), encoded.decode().strip()
-
-
-# --------------------------------------------------------------------------
-# What the user's code did when a traced value became a raw one, and its fix.
 
 # Operations (as the conversion sites name them) that write into a raw ndarray.
 _RAW_WRITE_MARKERS = ("out=ndarray", "raw ndarray", "copyto(ndarray")
+
+
 _ASARRAY_FUNCTIONS = frozenset(
     {"asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite"}
 )
+
+
 # numpy functions that write into their first argument.
 _FIRST_ARGUMENT_WRITERS = frozenset(
     {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
 )
+
+
 # Constructors mutagrad.numpy provides with numpy's signature, returning traced-capable arrays.
 _MNP_CONSTRUCTORS = frozenset(
     {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "identity",
      "array", "asarray"}
 )  # fmt: skip
+
+
 # The numpy name of a math function where it differs.
 _MATH_TO_NUMPY = {
     "asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
     "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "pow": "power",
 }  # fmt: skip
+
+
 _IGNORE_WRITE_FIX = (
     "if no gradient should flow into it, write mutagrad.ignore_derivatives(value) instead"
 )
-
-
-def _expression_at(site: Site | None) -> ast.expr | None:
-    """The expression whose evaluation ``site`` records, parsed (None if it cannot be)."""
-    columns = site_columns(site)
-    if columns is None:
-        return None
-    line, start, end = columns
-    text = linecache.getline(site[0].co_filename, line).encode()  # type: ignore[index]
-    try:
-        return ast.parse(text[start:end].decode().strip(), mode="eval").body
-    except (SyntaxError, UnicodeDecodeError):
-        return None
 
 
 def _creation_fix(site: Site, name: str) -> str:
@@ -487,7 +152,7 @@ def _concatenator(expression: ast.expr | None) -> str | None:
     if (
         isinstance(value, ast.Attribute)
         and value.attr in ("r_", "c_")
-        and _root_name(value) in _NUMPY_MODULE_NAMES
+        and root_name(value) in NUMPY_MODULE_NAMES
     ):
         return value.attr
     return None
@@ -614,13 +279,13 @@ def _conversion_construct(
     func = expression.func
     called = ast.unparse(func)
     name = func.attr if isinstance(func, ast.Attribute) else called
-    module = _root_name(func) if isinstance(func, ast.Attribute) else None
+    module = root_name(func) if isinstance(func, ast.Attribute) else None
     argument = ast.unparse(expression.args[0]) if expression.args else "x"
     rest = [ast.unparse(a) for a in expression.args[1:]]
     arguments = ", ".join([argument, *rest])
     # The call with its first argument as a constant: the fix when no gradient should flow.
     ignored = f"{called}({', '.join([f'mutagrad.ignore_derivatives({argument})', *rest])})"
-    if module in _NUMPY_MODULE_NAMES and name in _ASARRAY_FUNCTIONS:
+    if module in NUMPY_MODULE_NAMES and name in _ASARRAY_FUNCTIONS:
         if expression.args and _list_argument(expression, name) == 0:
             return f"{called}([...]) of a list holding traced values", [
                 f"{module}.stack({argument}) keeps the gradient of every element",
@@ -630,7 +295,7 @@ def _conversion_construct(
             f"remove the conversion: numpy functions accept the traced `{argument}` as it is",
             f"or use mnp.asarray({argument}) (import mutagrad.numpy as mnp), which keeps it traced",
         ]
-    if module in _NUMPY_MODULE_NAMES and name == "array":
+    if module in NUMPY_MODULE_NAMES and name == "array":
         if expression.args and isinstance(
             expression.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
         ):
@@ -642,14 +307,14 @@ def _conversion_construct(
             f"copy it with {argument}.copy(), or use mnp.array({argument}) "
             "(import mutagrad.numpy as mnp)",
         ]
-    if module in _NUMPY_MODULE_NAMES and name == "full" and len(expression.args) >= 2:
+    if module in NUMPY_MODULE_NAMES and name == "full" and len(expression.args) >= 2:
         # numpy converts the fill value itself, before any protocol could see it.
         shape, fill = argument, ast.unparse(expression.args[1])
         return f"{called}({shape}, {fill}) with a traced fill value", [
             f"mnp.full({shape}, {fill}) (import mutagrad.numpy as mnp) keeps its gradient",
             f"or {called}({shape}, {fill}, like={fill}), or np.full_like(an_array, {fill})",
         ]
-    if module in _NUMPY_MODULE_NAMES and isinstance(func, ast.Attribute):
+    if module in NUMPY_MODULE_NAMES and isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and _is_scalar_type(name):
             return _scalar_type_construct(called, module, name, argument)
         position = _list_argument(expression, name)
@@ -684,12 +349,6 @@ def _conversion_construct(
     ]
 
 
-def is_user_frame(frame: FrameType) -> bool:
-    """Whether ``frame`` runs the user's code (not mutagrad's machinery or numpy's)."""
-    code = frame.f_code
-    return code in _user_sites or (code not in _internal_code and _classify(code) is not None)
-
-
 _EXPLICIT_CASTS: dict[Site, bool] = {}
 
 
@@ -706,7 +365,7 @@ def casts_explicitly(site: Site | None) -> bool:
         return True
     known = _EXPLICIT_CASTS.get(site)
     if known is None:
-        known = _EXPLICIT_CASTS[site] = _is_explicit_cast(_expression_at(site))
+        known = _EXPLICIT_CASTS[site] = _is_explicit_cast(expression_at(site))
     return known
 
 
@@ -719,7 +378,7 @@ def _is_explicit_cast(expression: ast.expr | None) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)
     if name in ("int", "round", "floor", "ceil", "trunc", "index", "astype"):
         return True
-    if isinstance(func, ast.Attribute) and _root_name(func) in _NUMPY_MODULE_NAMES:
+    if isinstance(func, ast.Attribute) and root_name(func) in NUMPY_MODULE_NAMES:
         if _is_scalar_type(name):
             return True
         return any(k.arg == "dtype" for k in expression.keywords) or (
@@ -738,7 +397,7 @@ def describe_conversion(site: Site | None, operation: str) -> str:
     becomes ``np.stack``, ``math.sin`` becomes ``np.sin``, a raw buffer is
     allocated with mutagrad.numpy.
     """
-    construct, fixes = _conversion_construct(_expression_at(site), operation, site)
+    construct, fixes = _conversion_construct(expression_at(site), operation, site)
     if len(fixes) == 1:
         advice = f"Fix: {fixes[0]}."
     else:
@@ -747,8 +406,3 @@ def describe_conversion(site: Site | None, operation: str) -> str:
         f"{construct}, at\n{format_site(site)}\n"
         f"would drop the value's gradient, so mutagrad refuses.\n{advice}"
     )
-
-
-def with_article(word: str) -> str:
-    """``word`` with "a" or "an" before it, as read aloud ("an int64", "a uint8")."""
-    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
-from mutagrad.core.sites import (
+from mutagrad.diagnostics.sites import (
     Site,
     describe_site,
     format_site,
@@ -44,7 +44,7 @@ HIDDEN_FRAMES_NOTE = (
     f"set {FILTERING_VARIABLE}=off to show them)"
 )
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Parts of the package that are user-facing code rather than machinery: the
 # testing helpers hide themselves from pytest instead, and the report runs
 # the user's programs.

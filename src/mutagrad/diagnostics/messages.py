@@ -8,13 +8,14 @@ it.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import numpy as np
 
-from mutagrad.core.sites import (
+from mutagrad.diagnostics.conversions import describe_conversion
+from mutagrad.diagnostics.sites import (
     Site,
-    describe_conversion,
     describe_site,
     format_site,
     user_site,
@@ -263,4 +264,76 @@ def attribute_refused(attribute: str, instead: str) -> UnsupportedAttributeError
         f"setting x.{attribute}",
         "it changes how the array's memory is read, behind the tape's back",
         instead,
+    )
+
+
+# -- what the engine refuses ---------------------------------------------------------
+
+
+def _thread_name(ident: int) -> str:
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return repr(names.get(ident, ident))
+
+
+def other_thread_message(operation: str, site: Site | None, owner: int) -> str:
+    """A traced value used in a thread that its gradient call does not trace."""
+    return (
+        f"{operation} on a traced value in thread {threading.current_thread().name!r}, at\n"
+        f"{format_site(site)}\n"
+        f"but that value belongs to the gradient call running in thread {_thread_name(owner)}. "
+        "mutagrad traces the thread that called it: here the value would count as a constant, "
+        "and the gradient would be wrong, so mutagrad refuses.\n"
+        "Fix: do this work in the thread that called mutagrad (the same numpy code, without the "
+        "thread or pool), or hand the thread values that carry no gradient "
+        "(mutagrad.ignore_derivatives(x))."
+    )
+
+
+def other_thread_write_message(operation: str, site: Site | None, owner: int) -> str:
+    """An in-place write recorded from a thread other than its gradient call's."""
+    return (
+        f"{operation} on a traced array in thread {threading.current_thread().name!r}, at\n"
+        f"{format_site(site)}\n"
+        f"while the gradient call it belongs to runs in thread {_thread_name(owner)}. Reads "
+        "from such a thread are recorded, but writes are not: two threads writing parts of one "
+        "array at once would each record their write over the array's value before the "
+        "other's, and one write would be lost from the gradient, so mutagrad refuses.\n"
+        "Fix: do the writes in the thread that called mutagrad (a thread may compute values "
+        "that the calling thread then writes into the buffer)."
+    )
+
+
+def closure_snapshot_message(rule: str, capture_site: Site | None, write: Any) -> str:
+    """Snapshot mode would have to copy a value that a closure rule holds itself."""
+    return (
+        f"snapshot mode must keep the old value that the rule for {rule} saved,\n"
+        f"{format_site(capture_site)}\n"
+        f"before {write.operation} overwrites it:\n{format_site(write.site)}\n"
+        "but that rule's pullback is a closure holding the array itself, which mutagrad\n"
+        "cannot redirect to a copy.\n"
+        "Fix: register the rule with declared saved values instead:\n"
+        "  mutagrad.defvjp(fn, vjp_0, vjp_1, ..., reads=((1,), (0,)))\n"
+        "so the engine owns what the pullback reads."
+    )
+
+
+def no_vjp_message(rule: str, i: int) -> str:
+    """An argument that carries a gradient reaches a rule without a vjp for it."""
+    return (
+        f"{rule} has no derivative with respect to argument {i}, "
+        "but that argument depends on a differentiated input.\n"
+        f"Fix: give {rule} a vjp for argument {i}, or pass "
+        "mutagrad.ignore_derivatives(...) for that argument if no gradient should flow."
+    )
+
+
+def complex_message(operation: str, site: Site | None) -> str:
+    """A complex value computed from a differentiated input."""
+    return (
+        f"{operation} made a complex value from a differentiated input, at\n"
+        f"{format_site(site)}\n"
+        "mutagrad differentiates real-valued numpy code only: complex intermediates are "
+        "refused rather than differentiated with an untested convention.\n"
+        "Fix: write the computation in real arithmetic (separate real and imaginary "
+        "parts), or pass mutagrad.ignore_derivatives(x) if no gradient should flow here."
     )

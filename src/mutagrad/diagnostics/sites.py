@@ -1,0 +1,256 @@
+"""Source locations in the user's code.
+
+Errors must point at the user's line, not at mutagrad's or numpy's internals.
+:func:`user_site` walks outward from the caller's frame, skipping frames whose
+code lives in mutagrad's engine, its rules or numpy, and returns a cheap
+``(code, offset)`` pair (the bytecode offset of the call being made: every
+recorded operation stores one, and turning an offset into a line number walks
+the code's line table, so that waits until a message needs it);
+:func:`site_line` gives the line, :func:`describe_site` ``file:line`` and
+:func:`source_line` the source text; :func:`expression_at` parses the
+expression a site records, for the modules that read the user's code
+(:mod:`~mutagrad.diagnostics.rewrites`, :mod:`~mutagrad.diagnostics.conversions`).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import linecache
+import os
+import sys
+import tokenize
+from itertools import islice
+from types import CodeType, FrameType, TracebackType
+
+import numpy
+
+Site = tuple[CodeType, int]  # (code, bytecode offset)
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _library_dirs(name: str) -> list[str]:
+    """Where an installed library's code lives, found without importing it (SciPy: an
+    error raised inside its code names the user's call into it)."""
+    spec = importlib.util.find_spec(name)
+    locations = spec.submodule_search_locations if spec is not None else None
+    return [os.path.abspath(d) + os.sep for d in locations or ()]
+
+# Modules whose frames are machinery, never the user's code. mutagrad.testing,
+# the report corpus and the examples are user code as far as sites are concerned.
+# custom.py is machinery: a function with a custom rule is called from the
+# user's line through custom.py's wrappers, and that line is the site.
+_INTERNAL_PREFIXES = (
+    os.path.join(_PACKAGE_DIR, "core") + os.sep,
+    os.path.join(_PACKAGE_DIR, "array") + os.sep,
+    os.path.join(_PACKAGE_DIR, "rules") + os.sep,
+    os.path.join(_PACKAGE_DIR, "api.py"),
+    os.path.join(_PACKAGE_DIR, "custom.py"),
+    os.path.join(_PACKAGE_DIR, "explain.py"),
+    os.path.join(_PACKAGE_DIR, "transforms.py"),
+    os.path.join(_PACKAGE_DIR, "diagnostics") + os.sep,
+    os.path.join(_PACKAGE_DIR, "numpy.py"),
+    os.path.join(_PACKAGE_DIR, "buffer.py"),
+    os.path.join(_PACKAGE_DIR, "higher.py"),
+    os.path.join(_PACKAGE_DIR, "params.py"),
+    os.path.join(_PACKAGE_DIR, "checkpoint.py"),
+    os.path.join(_PACKAGE_DIR, "hook.py"),
+    os.path.join(_PACKAGE_DIR, "reachable.py"),
+    os.path.join(_PACKAGE_DIR, "porting.py"),
+    os.path.join(_PACKAGE_DIR, "scipy") + os.sep,
+    os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
+    *_library_dirs("scipy"),
+    "<__array_function__",
+)
+# Code already classified: machinery (skipped by the walk), or the user's,
+# with bytecode offset -> its site. A loop records the same few sites
+# thousands of times; every node shares one tuple per call site.
+_internal_code: set[CodeType] = set()
+_user_sites: dict[CodeType, dict[int, Site]] = {}
+
+
+def user_site(depth: int = 2) -> Site | None:
+    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
+    return user_site_from(sys._getframe(depth))
+
+
+def user_site_from(frame: FrameType | None) -> Site | None:
+    """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
+    while frame is not None:
+        code = frame.f_code
+        sites = _user_sites.get(code)
+        if sites is None and code not in _internal_code:
+            sites = _classify(code)
+        if sites is not None:
+            offset = frame.f_lasti
+            site = sites.get(offset)
+            if site is None:
+                site = sites[offset] = (code, offset)
+            return site
+        frame = frame.f_back
+    return None
+
+
+def global_names(code: CodeType) -> set[str]:
+    """The names ``code`` (and the functions and comprehensions in it) may read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            names |= global_names(const)
+    return names
+
+
+def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
+    """:func:`user_site_from` for a snapshot of a stack: ``(code, offset)`` pairs, innermost first.
+
+    A live frame's offset moves on as its code runs; a snapshot keeps where
+    each frame was when it was taken.
+    """
+    for code, offset in stack:
+        if code in _internal_code:
+            continue
+        if code in _user_sites or _classify(code) is not None:
+            return (code, offset)
+    return None
+
+
+def _classify(code: CodeType) -> dict[int, Site] | None:
+    """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
+    if code.co_filename.startswith(_INTERNAL_PREFIXES):
+        _internal_code.add(code)
+        return None
+    return _user_sites.setdefault(code, {})
+
+
+def site_line(site: Site | None) -> int | None:
+    """The line number of ``site``."""
+    if site is None:
+        return None
+    code, offset = site
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return code.co_firstlineno
+
+
+def innermost_user_site(traceback: TracebackType | None) -> Site | None:
+    """The deepest frame of ``traceback`` in the user's code: where an error was raised."""
+    found = None
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if not code.co_filename.startswith(_INTERNAL_PREFIXES):
+            found = (code, traceback.tb_lasti)
+        traceback = traceback.tb_next
+    return found
+
+
+def raised_by_mutagrad(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error``'s traceback is mutagrad's own code."""
+    traceback = error.__traceback__
+    if traceback is None:
+        return False
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return traceback.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
+
+
+def describe_site(site: Site | None) -> str:
+    """``file:line (in function)``, or a placeholder when no user frame was found."""
+    if site is None:
+        return "<unknown location>"
+    code = site[0]
+    return f"{code.co_filename}:{site_line(site)} (in {code.co_name})"
+
+
+def source_line(site: Site | None) -> str:
+    """The stripped source text at ``site``, or an empty string."""
+    if site is None:
+        return ""
+    line = site_line(site)
+    return linecache.getline(site[0].co_filename, line).strip() if line is not None else ""
+
+
+def without_comment(line: str) -> str:
+    """One line of code without its trailing comment and the padding before it."""
+    if "#" not in line:
+        return line.strip()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[: token.start[1]].strip()
+    except (tokenize.TokenError, SyntaxError):  # an unfinished statement: its code ends there
+        pass
+    return line.strip()
+
+
+def source_code(site: Site | None) -> str:
+    """The code at ``site``, without a trailing comment: what a message quotes inline."""
+    return without_comment(source_line(site))
+
+
+def format_site(site: Site | None, indent: str = "    ") -> str:
+    """``file:line`` followed by the source line, for error messages."""
+    text = source_line(site)
+    where = describe_site(site)
+    return f"{indent}{where}\n{indent}    {text}" if text else f"{indent}{where}"
+
+
+# --------------------------------------------------------------------------
+# The expression at a site.
+
+NUMPY_MODULE_NAMES = ("np", "numpy")  # the names programs import numpy as
+
+
+def site_columns(site: Site | None) -> tuple[int, int, int] | None:
+    """``(line, start, end)`` of the expression whose evaluation ``site`` records.
+
+    ``start`` and ``end`` are UTF-8 byte offsets into the line, as in
+    :mod:`ast`. None when the expression spans several lines or Python keeps
+    no column table (before 3.11, or under ``-X no_debug_ranges``).
+    """
+    if site is None:
+        return None
+    code, offset = site
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    entry = next(islice(positions(), offset // 2, None), None)
+    if entry is None:
+        return None
+    line, end_line, start, end = entry
+    if line is None or line != end_line or start is None or end is None:
+        return None
+    return line, start, end
+
+
+def root_name(expression: ast.expr) -> str | None:
+    """The name an attribute chain starts from: ``np`` of ``np.linalg.norm``."""
+    while isinstance(expression, ast.Attribute):
+        expression = expression.value
+    return expression.id if isinstance(expression, ast.Name) else None
+
+
+def expression_at(site: Site | None) -> ast.expr | None:
+    """The expression whose evaluation ``site`` records, parsed (None if it cannot be)."""
+    columns = site_columns(site)
+    if columns is None:
+        return None
+    line, start, end = columns
+    text = linecache.getline(site[0].co_filename, line).encode()  # type: ignore[index]
+    try:
+        return ast.parse(text[start:end].decode().strip(), mode="eval").body
+    except (SyntaxError, UnicodeDecodeError):
+        return None
+
+
+def is_user_frame(frame: FrameType) -> bool:
+    """Whether ``frame`` runs the user's code (not mutagrad's machinery or numpy's)."""
+    code = frame.f_code
+    return code in _user_sites or (code not in _internal_code and _classify(code) is not None)
+
+
+def with_article(word: str) -> str:
+    """``word`` with "a" or "an" before it, as read aloud ("an int64", "a uint8")."""
+    return f"{'an' if word[:1] in 'aeio' else 'a'} {word}"
