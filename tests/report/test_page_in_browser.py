@@ -21,7 +21,7 @@ from page_in_browser import WINDOW_WIDTHS, chromium, layout, screenshot
 from mutagrad.report import (
     DEFAULT_CORPUS,
     PEERS,
-    ModeResult,
+    MeasuredResult,
     Outcome,
     load_corpus,
     run_report,
@@ -42,16 +42,16 @@ WIDEST_ROWS = (
 
 # What the peers gave in the last full run, widest cells first: each program gets them in turn.
 PEER_RESULTS = (
-    {"outcome": Outcome.ERROR, "error_type": "TracerArrayConversionError",
-     "error_message": "The numpy.ndarray conversion method __array__() was called on traced "
+    {"outcome": Outcome.REFUSED, "error_type": "TracerArrayConversionError",
+     "detail": "The numpy.ndarray conversion method __array__() was called on traced "
      "array with shape float64[3]"},
-    {"outcome": Outcome.OK, "seconds": 0.0123, "sample_seconds": (0.0121, 0.0123, 0.0190)},
+    {"outcome": Outcome.RIGHT, "seconds": 0.0123, "sample_seconds": (0.0121, 0.0123, 0.0190)},
     {"outcome": Outcome.WRONG, "max_abs_difference": 1.5, "value_matches": True,
      "gradient_missing": True, "seconds": 2.5e-4, "sample_seconds": (2.4e-4, 2.5e-4, 2.6e-4)},
     {"outcome": Outcome.VALUE_DIFFERS, "max_abs_difference": 3.0, "value_matches": False,
      "seconds": 1.2e-4, "sample_seconds": (1.1e-4, 1.2e-4, 1.3e-4)},
-    {"outcome": Outcome.ERROR, "error_type": "NotImplementedError",
-     "error_message": "VJP of fill_diagonal wrt argnum 0 not defined"},
+    {"outcome": Outcome.REFUSED, "error_type": "NotImplementedError",
+     "detail": "VJP of fill_diagonal wrt argnum 0 not defined"},
 )  # fmt: skip
 
 
@@ -60,7 +60,7 @@ def with_every_peer(report):
     programs = []
     for k, p in enumerate(report.programs):
         peers = tuple(
-            ModeResult(program=p.name, mode=name, engine=name,
+            MeasuredResult(program=p.name, mode=name, engine=name,
                        **PEER_RESULTS[(k + j) % len(PEER_RESULTS)])
             for j, name in enumerate(PEERS)
         )  # fmt: skip

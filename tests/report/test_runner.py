@@ -65,12 +65,12 @@ def same_value(x):
 def test_a_genuine_poison_error_is_classified_genuine():
     result = run_program(_program(genuine), FAST)
     poison = result.mode("poison")
-    assert poison.outcome is Outcome.ERROR and poison.error_type == "PoisonedCaptureError"
+    assert poison.outcome is Outcome.REFUSED and poison.error_type == "PoisonedCaptureError"
     assert poison.poison_verdict is PoisonVerdict.GENUINE
     # The unchecked engine reads x after fill(0): gradient 0 where 2x = 4 at x = 2.
     assert poison.unchecked_max_abs_difference == pytest.approx(4.0, rel=1e-4)
     assert result.mode("strict").error_type == "MutationError"
-    assert result.mode("snapshot").outcome is Outcome.OK
+    assert result.mode("snapshot").outcome is Outcome.RIGHT
 
 
 def test_rewriting_a_captured_value_unchanged_is_a_false_alarm():
@@ -100,7 +100,7 @@ def test_ok_results_are_timed_and_measured():
     assert result.forward_seconds > 0 and result.forward_peak_bytes > 0
     for mode in ("poison", "snapshot"):
         r = result.mode(mode)
-        assert r.outcome is Outcome.OK
+        assert r.outcome is Outcome.RIGHT
         assert r.samples == 3 and r.calls_per_sample >= 1
         assert r.seconds > 0 and r.peak_bytes > 0
         assert result.overhead(mode) == pytest.approx(r.seconds / result.forward_seconds)
@@ -202,11 +202,11 @@ def test_crashes_and_hangs_are_recorded_and_the_run_goes_on():
     assert time.perf_counter() - start < 10
     hang = report.program("_hangs_when_traced")
     assert {r.outcome for r in hang.modes} == {Outcome.TIMEOUT}
-    assert "time limit of 0.3 s" in hang.mode("poison").error_message
+    assert "time limit of 0.3 s" in hang.mode("poison").detail
     crash = report.program("_crashes_when_traced")
     assert {r.outcome for r in crash.modes} == {Outcome.CRASH}
     assert crash.mode("strict").error_type == "RuntimeError"
-    assert crash.mode("strict").error_message == "boom"
+    assert crash.mode("strict").detail == "boom"
     broken = report.program("_fails_everywhere")
     assert broken.reference_error == (
         "_fails_everywhere fails on plain ndarrays (test_runner.py, line "
@@ -219,7 +219,7 @@ def test_crashes_and_hangs_are_recorded_and_the_run_goes_on():
         == "_loops_forever on plain ndarrays exceeded the time limit of 0.3 s"
     )
     assert {r.outcome for r in forever.modes} == {Outcome.PROGRAM_ERROR}
-    assert report.program("genuine").mode("snapshot").outcome is Outcome.OK  # went on
+    assert report.program("genuine").mode("snapshot").outcome is Outcome.RIGHT  # went on
     assert [p.name for p in report.program_errors] == ["_fails_everywhere", "_loops_forever"]
     # Errors in the corpus are not mutagrad bugs: they get their own block.
     assert {r.program for r in report.failures} == {"_hangs_when_traced", "_crashes_when_traced"}

@@ -84,7 +84,7 @@ def verdicts(report) -> list[tuple]:
             p.program.code,
             p.reference_error,
             [
-                (r.mode, r.outcome, r.error_type, r.error_message, r.max_abs_difference,
+                (r.mode, r.outcome, r.error_type, r.detail, r.max_abs_difference,
                  r.value_matches, r.bytes_copied, r.poison_verdict, r.unchecked_max_abs_difference)
                 for r in p.results
             ],
@@ -141,7 +141,7 @@ def test_generated_programs_are_judged_and_shown_in_every_output():
     assert [p.program.code for p in report.programs] == [draw((1, k)).code for k in range(6)]
     assert report.settings.generated == 6 and report.settings.seed == 1
     assert not report.failures  # mutagrad is never silently wrong on them
-    assert all(p.mode("snapshot").outcome is Outcome.OK for p in report.programs)
+    assert all(p.mode("snapshot").outcome is Outcome.RIGHT for p in report.programs)
     sentences = [s.text for s in headline(summarize(report))]
     assert any("6 of them are random mutating programs" in s and "seed 1" in s for s in sentences)
     html, markdown = render_html(report, plots=None), render_markdown(report)
@@ -214,7 +214,7 @@ def test_a_hang_in_a_worker_process_is_a_timeout_and_the_run_goes_on(tmp_path):
     assert time.perf_counter() - start < 20
     for name in ("sleeps_when_traced", "loops_when_traced"):
         assert {r.outcome for r in report.program(name).modes} == {Outcome.TIMEOUT}
-    assert report.program("fine").mode("poison").outcome is Outcome.OK
+    assert report.program("fine").mode("poison").outcome is Outcome.RIGHT
 
 
 def test_a_program_a_worker_cannot_load_is_refused_before_the_run():

@@ -76,7 +76,7 @@ def test_a_mutagrad_error_is_a_refusal_naming_the_error():
     verdict = judge(WRITES)
     strict = verdict.results[0]
     assert (strict.mode, strict.outcome) == ("strict", Outcome.REFUSED)
-    assert strict.detail.startswith("MutationError: ")
+    assert strict.error_type == "MutationError" and strict.detail.startswith("Mutating arrays")
     assert verdict.outcome("snapshot") is Outcome.RIGHT
 
 
@@ -107,15 +107,16 @@ def test_a_gradient_that_only_the_program_gets_wrong_is_wrong():
     assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.WRONG)
 
 
-def test_a_planted_wrong_value_is_wrong():
+def test_a_planted_wrong_value_is_a_value_that_differs():
     source = (
         "def f(x):\n"
         "    shift = 1.0 if mutagrad.is_traced(x) else 0.0\n"
         "    return np.sum(x * x) + shift"
     )
     verdict = judge(program(source, [0.3, -1.2]))
-    assert {r.outcome for r in verdict.results} == {Outcome.WRONG}
+    assert {r.outcome for r in verdict.results} == {Outcome.VALUE_DIFFERS}
     assert verdict.results[0].detail.startswith("value 2.53")
+    assert verdict.findings == verdict.results
 
 
 def test_any_other_exception_is_a_crash_with_its_place(monkeypatch):
@@ -126,7 +127,7 @@ def test_any_other_exception_is_a_crash_with_its_place(monkeypatch):
     verdict = judge(SMOOTH, modes=("poison",))
     (result,) = verdict.results
     assert result.outcome is Outcome.CRASH
-    assert result.detail.startswith("KeyError: 'lost' (at ")
+    assert result.error_type == "KeyError" and result.detail.startswith("'lost' (at ")
     assert verdict.findings == (result,)
 
 
@@ -270,7 +271,8 @@ def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
 
     def fails_planted(p: FuzzProgram) -> bool:
         verdict = judge(p, modes=("poison",))
-        return bool(verdict.findings) and verdict.results[0].detail.startswith("RuntimeError: cos")
+        first = verdict.results[0]
+        return first.error_type == "RuntimeError" and first.detail.startswith("cos (at ")
 
     drawn = next(
         p
@@ -280,7 +282,7 @@ def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
     small = minimise(drawn, "poison")
     assert "np.cos(" in small.source
     assert len(small.blueprint.steps) < len(drawn.blueprint.steps)
-    assert judge(small, modes=("poison",)).results[0].detail.startswith("RuntimeError: cos")
+    assert fails_planted(small)
 
 
 # -- the grammar -------------------------------------------------------------
@@ -381,7 +383,9 @@ def test_the_command_line_prints_a_table_and_writes_the_findings(tmp_path, capsy
     assert "programs: 6 (" in printed
     assert re.search(r"outcome\s+strict\s+poison\s+snapshot", printed)
     for outcome in Outcome:
-        assert re.search(rf"^{outcome.value}\s+\d+\s+\d+\s+\d+$", printed, re.MULTILINE)
+        row = re.search(rf"^{outcome.value}\s+\d+\s+\d+\s+\d+$", printed, re.MULTILINE)
+        # A program numpy rejects is discarded, not judged: its own line says why.
+        assert (row is None) == (outcome is Outcome.PROGRAM_ERROR), outcome
     written = out.read_text()
     assert written.startswith("programs: 6 (")
     assert status == (1 if "## program" in written else 0)

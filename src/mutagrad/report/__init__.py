@@ -51,8 +51,7 @@ from mutagrad.report.runner import (
     DEFAULT_REPEATS,
     DEFAULT_TIME_LIMIT,
     MODES,
-    ModeResult,
-    Outcome,
+    MeasuredResult,
     PoisonVerdict,
     ProgramResult,
     Report,
@@ -61,6 +60,7 @@ from mutagrad.report.runner import (
 )
 from mutagrad.report.summary import Summary, headline, summarize
 from mutagrad.report.text import render_text
+from mutagrad.testing.verdicts import ModeResult, Outcome
 
 DEFAULT_OUT = "mutagrad-report"
 REPORT_FILES = ("index.html", "report.md", "results.json")
@@ -142,6 +142,7 @@ __all__ = [
     "SCHEMA",
     "CorpusError",
     "EngineChoiceError",
+    "MeasuredResult",
     "ModeResult",
     "Outcome",
     "OutputError",

@@ -36,7 +36,7 @@ from mutagrad.report.plots import (
     outcome_class,
     render_plots,
 )
-from mutagrad.report.runner import ModeResult, Outcome, Report
+from mutagrad.report.runner import MeasuredResult, Report
 from mutagrad.report.summary import (
     category_rows,
     headline,
@@ -60,6 +60,7 @@ from mutagrad.report.tables import (
     timing_text,
     workers_text,
 )
+from mutagrad.testing.verdicts import Outcome
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -102,9 +103,9 @@ def _breakable(text: str) -> str:
     return "<wbr>".join(escape(piece) for piece in pieces)
 
 
-def _cell(result: ModeResult) -> str:
+def _cell(result: MeasuredResult) -> str:
     kind = outcome_class(result)
-    tooltip = result.error_message or ""
+    tooltip = result.detail or ""
     if result.error_type and result.outcome is not Outcome.PROGRAM_ERROR:
         tooltip = f"{result.error_type}: {tooltip}"
     if result.unchecked_max_abs_difference is not None:
@@ -329,7 +330,7 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
                         r.mode,
                         r.poison_verdict.value,
                         why(p.program.note, r.poison_verdict.value),
-                        r.error_message or "",
+                        r.detail or "",
                     ]
                     for p, r in poisoned
                 ],

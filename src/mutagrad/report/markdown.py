@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from mutagrad.report.generated import GENERATED_CATEGORY, listing
 from mutagrad.report.peers import PEERS, PEERS_EXTRA_HINT, PYTORCH_NOTE, column_title, system_label
-from mutagrad.report.runner import SILENTLY_WRONG, Outcome, Report
+from mutagrad.report.runner import Report
 from mutagrad.report.summary import (
+    Summary,
     category_rows,
     headline,
     known_issue_rows,
@@ -38,6 +39,7 @@ from mutagrad.report.tables import (
     timing_text,
     workers_text,
 )
+from mutagrad.testing.verdicts import SILENTLY_WRONG, Outcome
 
 
 def _alarmed(text: str) -> str:
@@ -98,7 +100,38 @@ def _generated_programs(report: Report) -> list[str]:
 
 
 def render_markdown(report: Report) -> str:
+    """report.md: the headline, then every table of the HTML page, as GitHub Markdown."""
     summary = summarize(report)
+    parts = [
+        *_headline_section(report, summary),
+        *_outcomes_section(report),
+        *_program_errors_section(report),
+        *_generated_programs(report),
+        "",
+        "## Per system",
+        "",
+        _table(*system_rows(summary)),
+        "",
+        "Counts over the programs that run on plain numpy. Times: the median over programs of "
+        "each program's median gradient call; overhead: that time over the plain numpy call of "
+        "the same program (both with fresh argument copies).",
+        *_peers_section(report),
+        "",
+        "## By category",
+        "",
+        _table(*category_rows(summary)),
+        *_poison_section(report),
+        *_known_issues_section(report),
+        *_measurements_section(report),
+        *_settings_section(report),
+        "",
+        f"Regenerate with `{REGENERATE}`.",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _headline_section(report: Report, summary: Summary) -> list[str]:
     title = "# mutagrad report: strict (Zygote's rule) vs poison vs snapshot"
     if report.peers:
         title += " vs " + ", ".join(column_title(peer) for peer in report.peers)
@@ -107,7 +140,10 @@ def render_markdown(report: Report) -> str:
     parts += [_alarmed(lead.text) if lead.alarm else f"**{lead.text}**", ""]
     for sentence in details:
         parts.append(f"- {_alarmed(sentence.text) if sentence.alarm else sentence.text}")
-    parts += ["", "## Outcomes", ""]
+    return parts
+
+
+def _outcomes_section(report: Report) -> list[str]:
     header = [
         "program",
         "category",
@@ -119,8 +155,11 @@ def render_markdown(report: Report) -> str:
          p.program.zygote or "–"]
         for p in report.programs
     ]  # fmt: skip
-    parts.append(_table(header, rows))
-    parts += [
+    return [
+        "",
+        "## Outcomes",
+        "",
+        _table(header, rows),
         "",
         "ok: value and gradient match plain numpy and central finite differences. "
         "WRONG value: the engine returned a value that differs from plain numpy's; WRONG "
@@ -130,65 +169,55 @@ def render_markdown(report: Report) -> str:
         "gradient was right. Zygote (not measured): what Zygote does with the Julia equivalent "
         "(from the seed documents, and its rule that every array mutation raises).",
     ]
-    if report.program_errors:
-        parts += [
-            "",
-            "## Program errors: corpus programs that fail on plain numpy",
-            "",
-            "Errors in the corpus, not in mutagrad or a peer: nothing was compared for them.",
-            "",
-            _table(
-                ["program", "what is wrong"],
-                [[p.name, str(p.reference_error)] for p in report.program_errors],
-            ),
-        ]
-    parts += _generated_programs(report)
-    parts += [
+
+
+def _program_errors_section(report: Report) -> list[str]:
+    if not report.program_errors:
+        return []
+    return [
         "",
-        "## Per system",
+        "## Program errors: corpus programs that fail on plain numpy",
         "",
-        _table(*system_rows(summary)),
+        "Errors in the corpus, not in mutagrad or a peer: nothing was compared for them.",
         "",
-        "Counts over the programs that run on plain numpy. Times: the median over programs of "
-        "each program's median gradient call; overhead: that time over the plain numpy call of "
-        "the same program (both with fresh argument copies).",
+        _table(
+            ["program", "what is wrong"],
+            [[p.name, str(p.reference_error)] for p in report.program_errors],
+        ),
     ]
-    parts += _peers_section(report)
-    parts += [
-        "",
-        "## By category",
-        "",
-        _table(*category_rows(summary)),
-        "",
-        "## Poison errors",
-        "",
+
+
+def _poison_section(report: Report) -> list[str]:
+    rows = [
+        [p.name, r.mode, verdict.value, why(p.program.note, verdict.value)]
+        for p in report.programs
+        for r in p.modes
+        if (verdict := r.poison_verdict) is not None
     ]
-    poisoned = [(p, r) for p in report.programs for r in p.modes if r.poison_verdict is not None]
-    if poisoned:
-        parts.append(
-            _table(
-                ["program", "mode", "verdict", "why"],
-                [
-                    [p.name, r.mode, verdict.value, why(p.program.note, verdict.value)]
-                    for p, r in poisoned
-                    if (verdict := r.poison_verdict) is not None
-                ],
-            )
-        )
-    else:
-        parts.append("None.")
+    return ["", "## Poison errors", "", _table(["program", "mode", "verdict", "why"], rows)
+            if rows else "None."]  # fmt: skip
+
+
+def _known_issues_section(report: Report) -> list[str]:
     header, known = known_issue_rows(report)
-    if known:
-        parts += ["", "## Known mutagrad bugs reproduced by the corpus", ""]
-        parts.append(_table(header, known))
-    parts += ["", "## Measurements", ""]
+    if not known:
+        return []
+    return ["", "## Known mutagrad bugs reproduced by the corpus", "", _table(header, known)]
+
+
+def _measurements_section(report: Report) -> list[str]:
+    parts = ["", "## Measurements", ""]
     if not report.settings.timing:
         parts += [NOT_TIMED, ""]
     times = [[" ".join(cell) for cell in time_row(report, p)] for p in report.programs]
     parts += [TIMES_NOTE, "", _table(time_header(report), times), "", MEMORY_NOTE, ""]
     parts.append(_table(memory_header(report), [memory_row(report, p) for p in report.programs]))
+    return parts
+
+
+def _settings_section(report: Report) -> list[str]:
     settings = report.settings
-    parts += [
+    parts = [
         "",
         "## Settings and environment",
         "",
@@ -209,7 +238,5 @@ def render_markdown(report: Report) -> str:
         else "- time limit per call: none",
         f"- run started {report.started}, took {report.seconds:.1f} s",
     ]
-    for key, value in report.environment.items():
-        parts.append(f"- {key}: {value}")
-    parts += ["", f"Regenerate with `{REGENERATE}`.", ""]
-    return "\n".join(parts)
+    parts += [f"- {key}: {value}" for key, value in report.environment.items()]
+    return parts

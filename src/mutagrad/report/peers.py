@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.testing.verdicts import MUTAGRAD
+
 # mutagrad is not on PyPI: its extras install from a clone, the peers themselves from anywhere.
 PEERS_EXTRA_HINT = "pip install jax jaxlib autograd mygrad (in a clone: pip install -e '.[peers]')"
 PYTORCH_NOTE = (
@@ -295,7 +297,6 @@ class MygradPeer(PeerEngine):
 PEERS: dict[str, PeerEngine] = {
     peer.name: peer for peer in (JaxPeer(), AutogradPeer(), MygradPeer())
 }
-MUTAGRAD = "mutagrad"
 ENGINE_NAMES: tuple[str, ...] = (MUTAGRAD, *PEERS)
 
 

@@ -35,8 +35,9 @@ import statistics
 from typing import Any
 
 from mutagrad.report.peers import system_label, timed_label
-from mutagrad.report.runner import ModeResult, Outcome, PoisonVerdict, Report
+from mutagrad.report.runner import MeasuredResult, PoisonVerdict, Report
 from mutagrad.report.summary import overhead_ratios, relative_ratios
+from mutagrad.testing.verdicts import Outcome
 
 INSTALL_HINT = (
     "The plots need matplotlib: pip install matplotlib (in a clone of mutagrad, make report "
@@ -67,9 +68,9 @@ TICK_STEPS = ((1, 2, 5), (1, 3), (1,))
 MAX_TICKS = 8
 
 
-def outcome_class(result: ModeResult) -> str:
+def outcome_class(result: MeasuredResult) -> str:
     """The key of :data:`OUTCOME_COLOURS` for a result."""
-    if result.outcome is Outcome.OK:
+    if result.outcome is Outcome.RIGHT:
         return "ok"
     if result.outcome is Outcome.WRONG:
         return "wrong"

@@ -3,7 +3,7 @@
 The file is one JSON object (``schema``: :data:`SCHEMA`)::
 
     {
-      "schema": "mutagrad-report/2",
+      "schema": "mutagrad-report/3",
       "environment": {"python", "numpy", "mutagrad", then each peer's
                       distributions ("jax", "jaxlib", "autograd", "mygrad"),
                       "matplotlib", "platform", "machine", "processor",
@@ -50,11 +50,14 @@ The file is one JSON object (``schema``: :data:`SCHEMA`)::
               "unchecked_max_abs_difference", "unchecked_error"}
 
 A *system* is one of mutagrad's modes or a peer (``jax``, ``autograd``,
-``mygrad``). ``outcome`` is one of ``ok``, ``error`` (refused), ``value
+``mygrad``). ``outcome`` is one of ``right``, ``refused``, ``value
 differs``, ``wrong`` (the gradient), ``crash``, ``timeout`` and ``program
-error`` (the program fails on plain numpy). Times are seconds per call,
-memory and copies in bytes; a number that was not measured (a refused call
-has no timing, a peer no memory or copies, nothing is timed with
+error`` (the program fails on plain numpy): the values of
+:class:`mutagrad.testing.verdicts.Outcome`, the fuzzer's vocabulary too
+(schema 2 said ``ok`` and ``error``). ``error_message`` is the result's
+``detail``: the first line of the error, or what is wrong with the program.
+Times are seconds per call, memory and copies in bytes; a number that was
+not measured (a refused call has no timing, a peer no memory or copies, nothing is timed with
 ``"timing": false``) is ``null``. ``generated`` programs (category
 ``generated``) carry their source in ``code`` (empty for corpus programs) and
 their draw in ``source``; ``hypothesis`` joins the environment with them.
@@ -77,10 +80,10 @@ from typing import Any
 import attrs
 
 from mutagrad.report.peers import MUTAGRAD, system_label
-from mutagrad.report.runner import ModeResult, ProgramResult, Report
+from mutagrad.report.runner import MeasuredResult, ProgramResult, Report
 from mutagrad.report.summary import Summary, headline, summarize
 
-SCHEMA = "mutagrad-report/2"
+SCHEMA = "mutagrad-report/3"
 
 
 def _number(x: float | None) -> float | str | None:
@@ -91,13 +94,13 @@ def _number(x: float | None) -> float | str | None:
     return x
 
 
-def _mode_entry(result: ModeResult, program: ProgramResult) -> dict[str, Any]:
+def _mode_entry(result: MeasuredResult, program: ProgramResult) -> dict[str, Any]:
     return {
         "engine": result.engine,
         "outcome": result.outcome.value,
         "cell": result.cell,
         "error_type": result.error_type,
-        "error_message": result.error_message,
+        "error_message": result.detail or None,
         "max_abs_difference": _number(result.max_abs_difference),
         "value_matches": result.value_matches,
         "gradient_missing": result.gradient_missing,

@@ -14,12 +14,12 @@ For each :class:`~mutagrad.report.corpus.Program` the runner
    :func:`mutagrad.withgradient` once, and for every peer engine
    (:mod:`mutagrad.report.peers`: JAX, autograd, MyGrad) runs the program
    unchanged on that engine once, and judges the result, giving an
-   :class:`Outcome`:
+   :class:`~mutagrad.testing.verdicts.Outcome` (the fuzzer's vocabulary too):
 
-   * ``ok``            – value and gradient match the plain run and the reference;
-   * ``error``         – refused: mutagrad raised one of its errors (a
-     deliberate refusal: ``MutationError``, ``PoisonedCaptureError``, ...), or a
-     peer raised any exception while running or differentiating the program;
+   * ``right``         – value and gradient match the plain run and the reference;
+   * ``refused``       – mutagrad raised one of its errors (a deliberate
+     refusal: ``MutationError``, ``PoisonedCaptureError``, ...), or a peer
+     raised any exception while running or differentiating the program;
    * ``value differs`` – the value differs from plain numpy's: the engine ran
      the program but computed something else (JAX's ``v *= 2`` on a slice
      rebinds ``v`` instead of writing through it);
@@ -115,6 +115,7 @@ from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
 from mutagrad.testing.fuzz import FuzzFigures, fuzz_figures
 from mutagrad.testing.limits import ProgramTimeout, isolated, limit_available, time_limit
+from mutagrad.testing.verdicts import FAILURES, ModeResult, Outcome
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 DEFAULT_REPEATS = 5
@@ -145,22 +146,6 @@ def is_noisy(samples: Sequence[float]) -> bool:
     """Whether a time of these samples is too spread to read (see :data:`NOISY_SPREAD`)."""
     width = spread(samples)
     return width is not None and width > NOISY_SPREAD
-
-
-class Outcome(enum.Enum):
-    """The verdict on one program in one mode or peer (see the module docstring)."""
-
-    OK = "ok"
-    ERROR = "error"
-    VALUE_DIFFERS = "value differs"
-    WRONG = "wrong"
-    CRASH = "crash"
-    TIMEOUT = "timeout"
-    PROGRAM_ERROR = "program error"
-
-
-SILENTLY_WRONG = (Outcome.VALUE_DIFFERS, Outcome.WRONG)
-"""Outcomes where a number came back and it was not the right one."""
 
 
 class PoisonVerdict(enum.Enum):
@@ -206,20 +191,16 @@ class Settings:
 
 
 @attrs.frozen
-class ModeResult:
+class MeasuredResult(ModeResult):
     """What differentiating one program in one mutagrad mode, or on one peer, gave and cost.
 
-    For a peer, ``engine`` and ``mode`` are both the peer's name (``jax``):
-    ``mode`` is the column the result belongs to in every table.
+    The judgement (:class:`~mutagrad.testing.verdicts.ModeResult`: ``mode``,
+    ``outcome``, ``detail``, ``error_type``, ``engine``), and what the report
+    measured besides. For a peer, ``engine`` and ``mode`` are both the peer's
+    name (``jax``): ``mode`` is the column the result belongs to in every table.
     """
 
-    program: str
-    mode: str
-    outcome: Outcome
-    engine: str = MUTAGRAD
-    error_type: str | None = None
-    error_message: str | None = None
-    """The first line of the error's message."""
+    program: str = ""
     max_abs_difference: float | None = None
     """Largest |gradient - reference| over all arguments, when a gradient came back."""
     value_matches: bool | None = None
@@ -243,7 +224,7 @@ class ModeResult:
 
     @property
     def accepted(self) -> bool:
-        return self.outcome is Outcome.OK
+        return self.outcome is Outcome.RIGHT
 
     @property
     def spread(self) -> float | None:
@@ -262,7 +243,7 @@ class ModeResult:
     @property
     def cell(self) -> str:
         """Short text for tables: "ok", an error's class name, "WRONG gradient", "timeout", ..."""
-        if self.outcome is Outcome.OK:
+        if self.outcome is Outcome.RIGHT:
             return "ok"
         if self.outcome is Outcome.WRONG:
             return "WRONG gradient"
@@ -288,8 +269,8 @@ class ProgramResult:
     """A program's reference, its plain numpy cost and its result in every mode and peer."""
 
     program: Program
-    modes: tuple[ModeResult, ...]
-    peers: tuple[ModeResult, ...] = ()
+    modes: tuple[MeasuredResult, ...]
+    peers: tuple[MeasuredResult, ...] = ()
     reference_error: str | None = None
     """What is wrong with the program itself (it fails on plain ndarrays), or None."""
     reference_seconds: float | None = None
@@ -308,11 +289,11 @@ class ProgramResult:
         return f"{self.name} [known bug]" if self.program.known_issue else self.name
 
     @property
-    def results(self) -> tuple[ModeResult, ...]:
+    def results(self) -> tuple[MeasuredResult, ...]:
         """mutagrad's results, then the peers'."""
         return self.modes + self.peers
 
-    def mode(self, name: str) -> ModeResult:
+    def mode(self, name: str) -> MeasuredResult:
         """The result in mutagrad mode ``name``, or of peer ``name``."""
         for r in self.results:
             if r.mode == name:
@@ -322,7 +303,7 @@ class ProgramResult:
     def overhead(self, mode: str) -> float | None:
         """Gradient time in ``mode`` (or peer) over the plain forward time (accepted results)."""
         r = self.mode(mode)
-        if r.outcome is not Outcome.OK or not r.seconds or not self.forward_seconds:
+        if r.outcome is not Outcome.RIGHT or not r.seconds or not self.forward_seconds:
             return None
         return r.seconds / self.forward_seconds
 
@@ -373,26 +354,25 @@ class Report:
                 return p
         raise KeyError(name)
 
-    def result(self, program: str, mode: str) -> ModeResult:
+    def result(self, program: str, mode: str) -> MeasuredResult:
         return self.program(program).mode(mode)
 
     @property
-    def results(self) -> tuple[ModeResult, ...]:
+    def results(self) -> tuple[MeasuredResult, ...]:
         """mutagrad's results (the peers' are in :attr:`peer_results`)."""
         return tuple(r for p in self.programs for r in p.modes)
 
     @property
-    def peer_results(self) -> tuple[ModeResult, ...]:
+    def peer_results(self) -> tuple[MeasuredResult, ...]:
         return tuple(r for p in self.programs for r in p.peers)
 
     @property
-    def failures(self) -> tuple[ModeResult, ...]:
+    def failures(self) -> tuple[MeasuredResult, ...]:
         """mutagrad's wrong values and gradients, crashes and timeouts: each means a bug."""
-        bad = (*SILENTLY_WRONG, Outcome.CRASH, Outcome.TIMEOUT)
-        return tuple(r for r in self.results if r.outcome in bad)
+        return tuple(r for r in self.results if r.outcome in FAILURES)
 
     @property
-    def unexpected_failures(self) -> tuple[ModeResult, ...]:
+    def unexpected_failures(self) -> tuple[MeasuredResult, ...]:
         """The failures of programs not marked with a ``known_issue``."""
         return tuple(r for r in self.failures if not self.program(r.program).program.known_issue)
 
@@ -694,7 +674,7 @@ def _judged(
     settings: Settings,
     seconds: float,
     **fields: Any,
-) -> ModeResult:
+) -> MeasuredResult:
     """The verdict on a call that returned: value first, then the gradient."""
     assert reference.gradient is not None and reference.value is not None
     rtol, atol = _tolerances(program, settings)
@@ -703,14 +683,14 @@ def _judged(
         value_ok = values_match(as_float(value), reference.value, rtol)
     except (TypeError, ValueError):
         value_ok = False
-    outcome = Outcome.OK if matches else Outcome.WRONG
+    outcome = Outcome.RIGHT if matches else Outcome.WRONG
     if not value_ok:  # the forward pass already went astray: the gradient says no more
         outcome = Outcome.VALUE_DIFFERS
     missing = outcome is Outcome.WRONG and any(
         got is None and want is not None and np.any(want != 0)
         for got, want in zip(gradient, reference.gradient)
     )
-    return ModeResult(
+    return MeasuredResult(
         program=program.name,
         mode=column,
         engine=engine,
@@ -725,19 +705,19 @@ def _judged(
     )
 
 
-def _not_run(program: Program, column: str, engine: str, reference: _Reference) -> ModeResult:
-    return ModeResult(
+def _not_run(program: Program, column: str, engine: str, reference: _Reference) -> MeasuredResult:
+    return MeasuredResult(
         program=program.name,
         mode=column,
         engine=engine,
         outcome=Outcome.PROGRAM_ERROR,
-        error_message=reference.error,
+        detail=reference.error or "",
     )
 
 
 def judge_mode(
     program: Program, mode: str, reference: _Reference, settings: Settings
-) -> tuple[ModeResult, float | None]:
+) -> tuple[MeasuredResult, float | None]:
     """Differentiate ``program`` once in ``mode`` and judge it against ``reference``.
 
     Returns the result (not yet timed) and the call's duration when it gave a
@@ -750,20 +730,20 @@ def judge_mode(
         with time_limit(settings.time_limit):
             outcome = isolated(_gradient_call(program, mode))
     except ProgramTimeout as timeout:
-        result = ModeResult(
-            program=program.name, mode=mode, outcome=Outcome.TIMEOUT, error_message=str(timeout)
+        result = MeasuredResult(
+            program=program.name, mode=mode, outcome=Outcome.TIMEOUT, detail=str(timeout)
         )
         return result, None
     except Exception as error:
         fields: dict[str, Any] = {}
         if isinstance(error, mutagrad.PoisonedCaptureError):
             fields = _classify_poison(program, mode, reference, settings)
-        result = ModeResult(
+        result = MeasuredResult(
             program=program.name,
             mode=mode,
-            outcome=Outcome.ERROR if isinstance(error, mutagrad.MutagradError) else Outcome.CRASH,
+            outcome=Outcome.REFUSED if isinstance(error, mutagrad.MutagradError) else Outcome.CRASH,
             error_type=type(error).__name__,
-            error_message=first_line(error),
+            detail=first_line(error),
             **fields,
         )
         return result, None
@@ -781,7 +761,7 @@ def judge_peer(
     program: Program,
     reference: _Reference,
     settings: Settings,
-) -> tuple[ModeResult, float | None]:
+) -> tuple[MeasuredResult, float | None]:
     """Run ``program`` once on ``peer`` (``function`` as ``peer.prepare`` made it) and judge it."""
     if reference.error is not None:
         return _not_run(program, peer.name, peer.name, reference), None
@@ -791,23 +771,23 @@ def judge_peer(
         with time_limit(settings.time_limit):
             value, gradient = isolated(call)
     except ProgramTimeout as timeout:
-        result = ModeResult(
+        result = MeasuredResult(
             program=program.name,
             mode=peer.name,
             engine=peer.name,
             outcome=Outcome.TIMEOUT,
-            error_message=str(timeout),
+            detail=str(timeout),
         )
         return result, None
     except Exception as error:
         internal = isinstance(error, PEER_INTERNAL_FAILURES)
-        result = ModeResult(
+        result = MeasuredResult(
             program=program.name,
             mode=peer.name,
             engine=peer.name,
-            outcome=Outcome.CRASH if internal else Outcome.ERROR,
+            outcome=Outcome.CRASH if internal else Outcome.REFUSED,
             error_type=type(error).__name__,
-            error_message=first_line(error),
+            detail=first_line(error),
         )
         return result, None
     first = time.perf_counter() - start
@@ -815,7 +795,7 @@ def judge_peer(
     return result, first
 
 
-def _with_timing(result: ModeResult, timed: _Timed | None) -> ModeResult:
+def _with_timing(result: MeasuredResult, timed: _Timed | None) -> MeasuredResult:
     if timed is None:
         return result
     return attrs.evolve(
@@ -828,7 +808,7 @@ def _with_timing(result: ModeResult, timed: _Timed | None) -> ModeResult:
     )
 
 
-def _untimed(result: ModeResult) -> ModeResult:
+def _untimed(result: MeasuredResult) -> MeasuredResult:
     return attrs.evolve(result, seconds=None, samples=0, calls_per_sample=0)
 
 

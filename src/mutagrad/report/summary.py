@@ -26,15 +26,17 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable
 
 import attrs
 
 import mutagrad
 from mutagrad.core import modes
 from mutagrad.report.peers import PEERS, column_title, system_label, timed_label
-from mutagrad.report.runner import SILENTLY_WRONG, Outcome, PoisonVerdict, Report
+from mutagrad.report.runner import MeasuredResult, PoisonVerdict, ProgramResult, Report
 from mutagrad.report.tables import ratio_text, seconds_text
 from mutagrad.testing.fuzz import FuzzFigures
+from mutagrad.testing.verdicts import SILENTLY_WRONG, Outcome
 
 
 @attrs.frozen
@@ -70,9 +72,7 @@ def overhead_ratios(report: Report, system: str) -> tuple[list[float], list[floa
     return readable, noisy
 
 
-def relative_ratios(
-    report: Report, system: str, baseline: str
-) -> tuple[list[float], list[float]]:
+def relative_ratios(report: Report, system: str, baseline: str) -> tuple[list[float], list[float]]:
     """``system``'s time over ``baseline``'s on each program both get right: readable, noisy."""
     readable, noisy = [], []
     for p in report.programs:
@@ -86,12 +86,12 @@ def relative_ratios(
 def _system_counts(report: Report, system: str) -> SystemCounts:
     results = [p.mode(system) for p in report.programs]
     judged = [r for r in results if r.outcome is not Outcome.PROGRAM_ERROR]
-    right = [r for r in judged if r.outcome is Outcome.OK]
+    right = [r for r in judged if r.outcome is Outcome.RIGHT]
     seconds = [r.seconds for r in right if r.seconds and not r.noisy]
     ratios, _ = overhead_ratios(report, system)
     return SystemCounts(
         right=len(right),
-        refused=sum(r.outcome is Outcome.ERROR for r in judged),
+        refused=sum(r.outcome is Outcome.REFUSED for r in judged),
         value_differs=sum(r.outcome is Outcome.VALUE_DIFFERS for r in judged),
         gradient_wrong=sum(r.outcome is Outcome.WRONG for r in judged),
         gradient_missing=sum(r.gradient_missing for r in judged),
@@ -183,59 +183,11 @@ class Summary:
 
 
 def summarize(report: Report) -> Summary:
-    results = report.results
+    """The numbers of the headline (see the module docstring)."""
     systems = report.systems
-    accepted = {m: sum(1 for p in report.programs if p.mode(m).accepted) for m in systems}
-
-    def pairs(select) -> tuple[tuple[str, str], ...]:
-        return tuple((r.program, r.mode) for r in results if select(r))
-
-    refused_everywhere = []
-    for p in report.programs:
-        types = {r.error_type for r in p.modes}
-        if all(r.outcome is Outcome.ERROR for r in p.modes) and len(types) == 1:
-            refused_everywhere.append((p.name, str(next(iter(types)))))
     common = [p for p in report.programs if all(p.mode(m).accepted for m in systems)]
-    median_overhead: dict[str, float | None] = {}
-    for system in systems:
-        known = [
-            r
-            for p in common
-            if (r := p.overhead(system)) is not None and not p.overhead_noisy(system)
-        ]
-        median_overhead[system] = statistics.median(known) if known else None
-    median_overhead_accepted: dict[str, float | None] = {}
-    for system in systems:
-        known, _ = overhead_ratios(report, system)
-        median_overhead_accepted[system] = statistics.median(known) if known else None
-    timed = [
-        noisy
-        for p in report.programs
-        if p.forward_sample_seconds
-        for noisy in (p.forward_noisy, *(r.noisy for r in p.results if r.sample_seconds))
-    ]
+    timed = _noisy_flags(report)
     load = report.environment.get("load_average")
-    errors_by_mode = {
-        m: dict(
-            Counter(
-                str(p.mode(m).error_type)
-                for p in report.programs
-                if p.mode(m).outcome is Outcome.ERROR
-            )
-        )
-        for m in systems
-    }
-    counts = {m: _system_counts(report, m) for m in systems}
-    by_category: dict[str, CategoryCounts] = {}
-    for category in dict.fromkeys(p.program.category for p in report.programs):
-        members = [p for p in report.programs if p.program.category == category]
-        verdicts = [r.poison_verdict for p in members for r in p.modes]
-        by_category[category] = CategoryCounts(
-            programs=len(members),
-            accepted={m: sum(p.mode(m).accepted for p in members) for m in systems},
-            genuine=verdicts.count(PoisonVerdict.GENUINE),
-            false_alarms=verdicts.count(PoisonVerdict.FALSE_ALARM),
-        )
     return Summary(
         fuzz=report.fuzz,
         timed=len(timed),
@@ -248,27 +200,92 @@ def summarize(report: Report) -> Summary:
         mutating=sum(1 for p in report.programs if p.program.mutates),
         modes=report.modes,
         peers=report.peers,
-        accepted=accepted,
-        systems=counts,
-        genuine=pairs(lambda r: r.poison_verdict is PoisonVerdict.GENUINE),
-        false_alarms=pairs(lambda r: r.poison_verdict is PoisonVerdict.FALSE_ALARM),
-        undetermined=pairs(lambda r: r.poison_verdict is PoisonVerdict.UNDETERMINED),
-        wrong=pairs(lambda r: r.outcome in SILENTLY_WRONG),
-        crashed=pairs(lambda r: r.outcome is Outcome.CRASH),
-        timed_out=pairs(lambda r: r.outcome is Outcome.TIMEOUT),
-        refused_everywhere=tuple(refused_everywhere),
+        accepted={m: sum(1 for p in report.programs if p.mode(m).accepted) for m in systems},
+        systems={m: _system_counts(report, m) for m in systems},
+        genuine=_pairs(report, lambda r: r.poison_verdict is PoisonVerdict.GENUINE),
+        false_alarms=_pairs(report, lambda r: r.poison_verdict is PoisonVerdict.FALSE_ALARM),
+        undetermined=_pairs(report, lambda r: r.poison_verdict is PoisonVerdict.UNDETERMINED),
+        wrong=_pairs(report, lambda r: r.outcome in SILENTLY_WRONG),
+        crashed=_pairs(report, lambda r: r.outcome is Outcome.CRASH),
+        timed_out=_pairs(report, lambda r: r.outcome is Outcome.TIMEOUT),
+        refused_everywhere=_refused_everywhere(report),
         known_issues=tuple(
             dict.fromkeys(
                 r.program for r in report.failures if report.program(r.program).program.known_issue
             )
         ),
         program_errors=tuple((p.name, str(p.reference_error)) for p in report.program_errors),
-        median_overhead=median_overhead,
+        median_overhead={m: _median_overhead(common, m) for m in systems},
         overhead_programs=len(common),
-        median_overhead_accepted=median_overhead_accepted,
-        errors_by_mode=errors_by_mode,
-        by_category=by_category,
+        median_overhead_accepted={
+            m: _median_or_none(overhead_ratios(report, m)[0]) for m in systems
+        },
+        errors_by_mode={m: _errors(report, m) for m in systems},
+        by_category=_by_category(report),
     )
+
+
+def _pairs(report: Report, select: Callable[[MeasuredResult], bool]) -> tuple[tuple[str, str], ...]:
+    """(program, mode) of mutagrad's results that ``select`` picks."""
+    return tuple((r.program, r.mode) for r in report.results if select(r))
+
+
+def _median_or_none(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _refused_everywhere(report: Report) -> tuple[tuple[str, str], ...]:
+    """(program, error type) of the programs every mode refused with the same error."""
+    refused = []
+    for p in report.programs:
+        types = {r.error_type for r in p.modes}
+        if all(r.outcome is Outcome.REFUSED for r in p.modes) and len(types) == 1:
+            refused.append((p.name, str(next(iter(types)))))
+    return tuple(refused)
+
+
+def _median_overhead(common: list[ProgramResult], system: str) -> float | None:
+    """The median overhead of ``system`` over ``common``, leaving out noisy ratios."""
+    known = [
+        r for p in common if (r := p.overhead(system)) is not None and not p.overhead_noisy(system)
+    ]
+    return _median_or_none(known)
+
+
+def _noisy_flags(report: Report) -> list[bool]:
+    """One flag per time measured (plain forward and gradient calls): whether it is noisy."""
+    return [
+        noisy
+        for p in report.programs
+        if p.forward_sample_seconds
+        for noisy in (p.forward_noisy, *(r.noisy for r in p.results if r.sample_seconds))
+    ]
+
+
+def _errors(report: Report, system: str) -> dict[str, int]:
+    """How many of ``system``'s refusals ended in each error type."""
+    return dict(
+        Counter(
+            str(p.mode(system).error_type)
+            for p in report.programs
+            if p.mode(system).outcome is Outcome.REFUSED
+        )
+    )
+
+
+def _by_category(report: Report) -> dict[str, CategoryCounts]:
+    """Per category, in corpus order: programs, accepted per system, poison verdicts."""
+    by_category: dict[str, CategoryCounts] = {}
+    for category in dict.fromkeys(p.program.category for p in report.programs):
+        members = [p for p in report.programs if p.program.category == category]
+        verdicts = [r.poison_verdict for p in members for r in p.modes]
+        by_category[category] = CategoryCounts(
+            programs=len(members),
+            accepted={m: sum(p.mode(m).accepted for p in members) for m in report.systems},
+            genuine=verdicts.count(PoisonVerdict.GENUINE),
+            false_alarms=verdicts.count(PoisonVerdict.FALSE_ALARM),
+        )
+    return by_category
 
 
 def why(note: str, verdict: str) -> str:
@@ -372,8 +389,8 @@ def refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
         groups: dict[tuple[str, str], list[str]] = {}
         for p in report.programs:
             r = p.mode(peer)
-            if r.outcome is Outcome.ERROR:
-                message = refusal_kind(r.error_message or "")
+            if r.outcome is Outcome.REFUSED:
+                message = refusal_kind(r.detail or "")
                 groups.setdefault((str(r.error_type), message), []).append(p.name)
         ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
         for (error_type, message), names in ordered:
@@ -498,102 +515,129 @@ def _timing_sentence(summary: Summary) -> Sentence | None:
 
 def headline(summary: Summary) -> list[Sentence]:
     """The headline: the lead sentence (:func:`_lead`), then the details, most important first."""
+    sentences = [
+        _lead(summary),
+        _wrong_sentence(summary),
+        _programs_sentence(summary),
+        _generated_sentence(summary),
+        _program_errors_sentence(summary),
+        Sentence(
+            "Accepted (value and gradient match plain numpy and finite differences): "
+            + ", ".join(f"{m} {summary.accepted[m]}/{summary.judged}" for m in summary.modes)
+            + "."
+        ),
+        _poison_sentence(summary),
+        _fuzz_sentence(summary),
+        _crash_sentence(summary),
+        _refused_everywhere_sentence(summary),
+        *(_peer_sentence(summary, peer) for peer in summary.peers),
+        _overhead_sentence(summary),
+        _timing_sentence(summary),
+    ]
+    return [sentence for sentence in sentences if sentence is not None]
+
+
+def _wrong_sentence(summary: Summary) -> Sentence | None:
+    if not summary.wrong:
+        return None
+    text = f"SILENTLY WRONG values or gradients: {_listing(summary.wrong)}."
+    return Sentence(text + _known_suffix(summary.wrong, summary), alarm=True)
+
+
+def _programs_sentence(summary: Summary) -> Sentence:
     n = summary.programs
-    judged = summary.judged
-    sentences = [_lead(summary)]
-    if summary.wrong:
-        text = f"SILENTLY WRONG values or gradients: {_listing(summary.wrong)}."
-        sentences.append(Sentence(text + _known_suffix(summary.wrong, summary), alarm=True))
-    first = (
+    text = (
         f"The {n} program{'s' if n != 1 else ''}: {summary.mutating} write arrays in place, "
         f"{n - summary.mutating} do not; the modes: "
         + ", ".join(f"{m} ({modes.mode_named(m).role})" for m in summary.modes)
     )
     if summary.peers:
-        first += "; PyTorch cannot run numpy code unchanged"
-    sentences.append(Sentence(first + "."))
-    if summary.generated:
-        sentences.append(
-            Sentence(
-                f"{summary.generated} of them are random mutating programs drawn from "
-                f"mutagrad.testing.strategies.programs() with seed {summary.seed} (their source "
-                "is under Generated programs)."
-            )
-        )
-    if summary.program_errors:
-        sentences.append(
-            Sentence(
-                f"{len(summary.program_errors)} of the corpus programs do not run on plain "
-                "numpy, so nothing was compared for them (see Program errors): "
-                + _shorten([name for name, _ in summary.program_errors])
-                + "."
-            )
-        )
-    sentences.append(
-        Sentence(
-            "Accepted (value and gradient match plain numpy and finite differences): "
-            + ", ".join(f"{m} {summary.accepted[m]}/{judged}" for m in summary.modes)
-            + "."
-        )
+        text += "; PyTorch cannot run numpy code unchanged"
+    return Sentence(text + ".")
+
+
+def _generated_sentence(summary: Summary) -> Sentence | None:
+    if not summary.generated:
+        return None
+    return Sentence(
+        f"{summary.generated} of them are random mutating programs drawn from "
+        f"mutagrad.testing.strategies.programs() with seed {summary.seed} (their source "
+        "is under Generated programs)."
     )
-    if summary.poison_errors:
-        text = (
-            f"Poison errors: {summary.poison_errors}, of which {len(summary.genuine)} genuine "
-            "(the overwritten value was needed: without the check the gradient would have been "
-            f"silently wrong) and {len(summary.false_alarms)} false alarms (the gradient would "
-            "have been right"
-        )
-        text += f": {_names(summary.false_alarms)})" if summary.false_alarms else ")"
-        if summary.undetermined:
-            text += f"; {len(summary.undetermined)} undetermined ({_names(summary.undetermined)})"
-        sentences.append(Sentence(text + "."))
-    else:
-        sentences.append(Sentence("Poison errors: none."))
-    if summary.fuzz is not None:
-        fuzz = summary.fuzz
-        failures = ", ".join(
-            f"{m} {fuzz.wrong[m]} wrong and {fuzz.crashed[m]} crashed" for m in fuzz.wrong
-        )
-        sentences.append(
-            Sentence(
-                f"The differential fuzzer judged {fuzz.judged} random mutating numpy programs "
-                f"(seed {fuzz.seed}, python -m mutagrad.testing.fuzz) the same way: "
-                + (failures if fuzz.failures else "none silently wrong, none crashed, in any mode")
-                + ".",
-                alarm=bool(fuzz.failures),
-            )
-        )
-    if summary.crashed or summary.timed_out:
-        parts = []
-        if summary.crashed:
-            parts.append(f"crashed: {_listing(summary.crashed)}")
-        if summary.timed_out:
-            parts.append(f"timed out: {_listing(summary.timed_out)}")
-        text = "; ".join(parts).capitalize() + "."
-        failed = summary.crashed + summary.timed_out
-        sentences.append(Sentence(text + _known_suffix(failed, summary), alarm=True))
-    else:
-        sentences.append(Sentence("No crash, no timeout."))
-    if summary.refused_everywhere:
-        sentences.append(
-            Sentence(
-                "Refused in every mode: "
-                + ", ".join(f"{p} ({e})" for p, e in summary.refused_everywhere)
-                + "."
-            )
-        )
-    sentences += [_peer_sentence(summary, peer) for peer in summary.peers]
+
+
+def _program_errors_sentence(summary: Summary) -> Sentence | None:
+    if not summary.program_errors:
+        return None
+    return Sentence(
+        f"{len(summary.program_errors)} of the corpus programs do not run on plain "
+        "numpy, so nothing was compared for them (see Program errors): "
+        + _shorten([name for name, _ in summary.program_errors])
+        + "."
+    )
+
+
+def _poison_sentence(summary: Summary) -> Sentence:
+    if not summary.poison_errors:
+        return Sentence("Poison errors: none.")
+    text = (
+        f"Poison errors: {summary.poison_errors}, of which {len(summary.genuine)} genuine "
+        "(the overwritten value was needed: without the check the gradient would have been "
+        f"silently wrong) and {len(summary.false_alarms)} false alarms (the gradient would "
+        "have been right"
+    )
+    text += f": {_names(summary.false_alarms)})" if summary.false_alarms else ")"
+    if summary.undetermined:
+        text += f"; {len(summary.undetermined)} undetermined ({_names(summary.undetermined)})"
+    return Sentence(text + ".")
+
+
+def _fuzz_sentence(summary: Summary) -> Sentence | None:
+    fuzz = summary.fuzz
+    if fuzz is None:
+        return None
+    failures = ", ".join(
+        f"{m} {fuzz.wrong[m]} wrong and {fuzz.crashed[m]} crashed" for m in fuzz.wrong
+    )
+    return Sentence(
+        f"The differential fuzzer judged {fuzz.judged} random mutating numpy programs "
+        f"(seed {fuzz.seed}, python -m mutagrad.testing.fuzz) the same way: "
+        + (failures if fuzz.failures else "none silently wrong, none crashed, in any mode")
+        + ".",
+        alarm=bool(fuzz.failures),
+    )
+
+
+def _crash_sentence(summary: Summary) -> Sentence:
+    if not (summary.crashed or summary.timed_out):
+        return Sentence("No crash, no timeout.")
+    parts = []
+    if summary.crashed:
+        parts.append(f"crashed: {_listing(summary.crashed)}")
+    if summary.timed_out:
+        parts.append(f"timed out: {_listing(summary.timed_out)}")
+    text = "; ".join(parts).capitalize() + "."
+    failed = summary.crashed + summary.timed_out
+    return Sentence(text + _known_suffix(failed, summary), alarm=True)
+
+
+def _refused_everywhere_sentence(summary: Summary) -> Sentence | None:
+    if not summary.refused_everywhere:
+        return None
+    return Sentence(
+        "Refused in every mode: "
+        + ", ".join(f"{p} ({e})" for p, e in summary.refused_everywhere)
+        + "."
+    )
+
+
+def _overhead_sentence(summary: Summary) -> Sentence | None:
     known = {m: r for m, r in summary.median_overhead_accepted.items() if r is not None}
-    if known:
-        sentences.append(
-            Sentence(
-                "Median gradient time over plain numpy time, over the programs each one gets "
-                "right (the overhead plot's medians): "
-                + ", ".join(f"{timed_label(m)} {r:.1f}x" for m, r in known.items())
-                + "."
-            )
-        )
-    timing = _timing_sentence(summary)
-    if timing is not None:
-        sentences.append(timing)
-    return sentences
+    if not known:
+        return None
+    return Sentence(
+        "Median gradient time over plain numpy time, over the programs each one gets "
+        "right (the overhead plot's medians): "
+        + ", ".join(f"{timed_label(m)} {r:.1f}x" for m, r in known.items())
+        + "."
+    )

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL
 from mutagrad.report.generated import GENERATED_CATEGORY, listing
-from mutagrad.report.runner import SILENTLY_WRONG, ModeResult, Outcome, Report
+from mutagrad.report.runner import MeasuredResult, Report
 from mutagrad.report.summary import category_rows, headline, summarize
+from mutagrad.testing.verdicts import SILENTLY_WRONG, Outcome
 
 WRONG_MARKER = "<<< WRONG GRADIENT"
 ZYGOTE_HEADER = "Zygote (not measured)"
@@ -31,10 +32,10 @@ def _paint(text: str, colour: str, color: bool) -> str:
     return f"{colour}{text}{RESET}" if color and text.strip() else text
 
 
-def _colour_of(result: ModeResult) -> str:
-    if result.outcome is Outcome.OK:
+def _colour_of(result: MeasuredResult) -> str:
+    if result.outcome is Outcome.RIGHT:
         return GREEN
-    if result.outcome in (Outcome.ERROR, Outcome.PROGRAM_ERROR):
+    if result.outcome in (Outcome.REFUSED, Outcome.PROGRAM_ERROR):
         return YELLOW
     return RED
 
@@ -125,7 +126,7 @@ def render_legend() -> str:
 
 def render_failures(report: Report) -> str:
     """mutagrad's wrong results, crashes and timeouts, one line per program ("" when none)."""
-    groups: dict[tuple[str, str], list[ModeResult]] = {}
+    groups: dict[tuple[str, str], list[MeasuredResult]] = {}
     for r in report.failures:
         groups.setdefault((r.program, r.outcome.value), []).append(r)
     lines = []
@@ -136,7 +137,7 @@ def render_failures(report: Report) -> str:
         if issue:
             what = r.outcome.value
             if r.error_type:
-                what += f" ({r.error_type}: {r.error_message})"
+                what += f" ({r.error_type}: {r.detail})"
             lines.append(f"  KNOWN    {program} [{modes}]: {what}; {issue}")
         elif r.outcome in SILENTLY_WRONG:
             what = "value differs" if r.outcome is Outcome.VALUE_DIFFERS else "gradient differs"
@@ -145,9 +146,9 @@ def render_failures(report: Report) -> str:
                 f"  WRONG    {program} [{modes}]: {what}; max |gradient - reference| = {worst:.3g}"
             )
         elif r.outcome is Outcome.TIMEOUT:
-            lines.append(f"  TIMEOUT  {program} [{modes}]: {r.error_message}")
+            lines.append(f"  TIMEOUT  {program} [{modes}]: {r.detail}")
         else:
-            lines.append(f"  CRASH    {program} [{modes}]: {r.error_type}: {r.error_message}")
+            lines.append(f"  CRASH    {program} [{modes}]: {r.error_type}: {r.detail}")
         code = report.program(program).program.code
         if code:
             lines += ["           " + line for line in _reproduction(report, program)]
@@ -173,7 +174,7 @@ def render_program_errors(report: Report) -> str:
 
 def render_verdict_counts(report: Report) -> str:
     """One line per mode and peer: how its results split into outcomes, in a fixed order."""
-    order = ["ok", "poisoned, genuine", "poisoned, false alarm", "poisoned, undetermined"]
+    order = ["right", "poisoned, genuine", "poisoned, false alarm", "poisoned, undetermined"]
     lines = []
     for mode in report.systems:
         counts: dict[str, int] = {}
@@ -181,7 +182,7 @@ def render_verdict_counts(report: Report) -> str:
             r = p.mode(mode)
             if r.poison_verdict is not None:
                 key = f"poisoned, {r.poison_verdict.value}"
-            elif r.outcome is Outcome.ERROR:
+            elif r.outcome is Outcome.REFUSED:
                 key = str(r.error_type)
             elif r.outcome in SILENTLY_WRONG:
                 key = r.cell

@@ -81,8 +81,9 @@ from mutagrad.testing.fuzz.cli import (
 )
 from mutagrad.testing.fuzz.grammar import generate, render
 from mutagrad.testing.fuzz.minimise import minimise
-from mutagrad.testing.fuzz.oracle import MODES, ModeResult, Outcome, Verdict, judge
+from mutagrad.testing.fuzz.oracle import MODES, Verdict, judge
 from mutagrad.testing.fuzz.program import FuzzProgram
+from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = [
     "CHOICES_PER_STEP",

@@ -22,7 +22,11 @@ import attrs
 from mutagrad.testing import arguments
 from mutagrad.testing.fuzz.grammar import generate
 from mutagrad.testing.fuzz.minimise import minimise
-from mutagrad.testing.fuzz.oracle import MODES, Outcome, Verdict, judge
+from mutagrad.testing.fuzz.oracle import MODES, Verdict, judge
+from mutagrad.testing.verdicts import SILENTLY_WRONG, ModeResult, Outcome
+
+#: The rows of the outcome table: a program numpy rejects is discarded, never judged.
+JUDGED_OUTCOMES = tuple(o for o in Outcome if o is not Outcome.PROGRAM_ERROR)
 
 __all__ = ["FuzzFigures", "finding_report", "fuzz_figures", "main", "program_rng", "summary_table"]
 
@@ -61,7 +65,11 @@ def _runs(tasks: list[tuple[int, int, int, float, bool]], jobs: int) -> Iterator
 
 @attrs.frozen
 class FuzzFigures:
-    """What a fuzzing run found, per mode: for the comparison report's headline."""
+    """What a fuzzing run found, per mode: for the comparison report's headline.
+
+    ``wrong`` counts the silently wrong calls (a value or a gradient that
+    differs), ``crashed`` the crashes and timeouts.
+    """
 
     programs: int
     judged: int
@@ -82,10 +90,11 @@ def fuzz_figures(
     verdicts = [run.verdict for run in _runs(tasks, jobs)]
     judged = [v for v in verdicts if v.discarded is None]
 
-    def counting(outcome: Outcome) -> dict[str, int]:
-        return {mode: sum(v.outcome(mode) is outcome for v in judged) for mode in MODES}
+    def counting(outcomes: tuple[Outcome, ...]) -> dict[str, int]:
+        return {mode: sum(v.outcome(mode) in outcomes for v in judged) for mode in MODES}
 
-    return FuzzFigures(count, len(judged), seed, counting(Outcome.WRONG), counting(Outcome.CRASH))
+    wrong, crashed = counting(SILENTLY_WRONG), counting((Outcome.CRASH, Outcome.TIMEOUT))
+    return FuzzFigures(count, len(judged), seed, wrong, crashed)
 
 
 def summary_table(verdicts: Sequence[Verdict]) -> str:
@@ -94,14 +103,14 @@ def summary_table(verdicts: Sequence[Verdict]) -> str:
     lines = [
         f"programs: {len(verdicts)} ({len(judged)} judged, {len(verdicts) - len(judged)} discarded)"
     ]
-    lines.append(f"{'outcome':<10}" + "".join(f"{mode:>10}" for mode in MODES))
-    for outcome in Outcome:
+    lines.append(f"{'outcome':<14}" + "".join(f"{mode:>10}" for mode in MODES))
+    for outcome in JUDGED_OUTCOMES:
         counts = [sum(v.outcome(mode) is outcome for v in judged) for mode in MODES]
-        lines.append(f"{outcome.value:<10}" + "".join(f"{n:>10}" for n in counts))
+        lines.append(f"{outcome.value:<14}" + "".join(f"{n:>10}" for n in counts))
     reasons = Counter(v.discarded.split(":")[0] for v in verdicts if v.discarded is not None)
     lines += [f"discarded: {n:>5}  {reason}" for reason, n in reasons.most_common()]
     refusals = Counter(
-        (r.mode, r.detail.split(":")[0])
+        (r.mode, r.error_type)
         for v in judged
         for r in v.results
         if r.outcome is Outcome.REFUSED
@@ -113,9 +122,13 @@ def summary_table(verdicts: Sequence[Verdict]) -> str:
 
 
 def _describe(verdict: Verdict) -> str:
-    return "\n".join(
-        f"#   {r.mode}: {r.outcome.value} {r.detail}".rstrip() for r in verdict.results
-    )
+    return "\n".join(f"#   {r.mode}: {_result_text(r)}" for r in verdict.results)
+
+
+def _result_text(r: ModeResult) -> str:
+    """``refused (MutationError: ...)``, ``wrong (gradient of a0: ...)``, ``right``."""
+    detail = f"{r.error_type}: {r.detail}" if r.error_type else r.detail
+    return f"{r.outcome.value} ({detail})" if detail else r.outcome.value
 
 
 def finding_report(run: _Run, seed: int) -> str:

@@ -11,16 +11,18 @@ from __future__ import annotations
 import attrs
 
 from mutagrad.testing.fuzz.grammar import render
-from mutagrad.testing.fuzz.oracle import ModeResult, Outcome, judge
+from mutagrad.testing.fuzz.oracle import judge
 from mutagrad.testing.fuzz.program import FuzzProgram
+from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = ["minimise"]
 
 
 def _failure_kind(result: ModeResult) -> tuple[Outcome, str]:
-    """What minimisation must preserve: WRONG in what, or the exception's type."""
-    if result.outcome is Outcome.CRASH:
-        return result.outcome, result.detail.split(":")[0]
+    """What minimisation must preserve: the exception's type, or what is wrong (value, gradient
+    or the caller's arrays: the detail's first word)."""
+    if result.error_type is not None:
+        return result.outcome, result.error_type
     return result.outcome, result.detail.split(" ")[0]
 
 

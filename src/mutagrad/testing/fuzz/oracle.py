@@ -6,17 +6,16 @@ at two step sizes, which must agree). A program numpy rejects, or one that is
 not smooth at its input, is discarded. Then it calls
 ``mutagrad.withgradient`` in each mode, on fresh copies of the inputs, in an
 isolated context and under a time limit, and classifies the call
-(:class:`Outcome`): ``right``, ``refused`` (a MutagradError), ``WRONG`` (the
-value, the gradient or the caller's arrays differ) or ``crash`` (any other
-exception, or the time limit). A gradient that disagrees with both estimates
-is looked at once more with finer steps, since a kink closer to the input
-than the steps bends both estimates alike.
+(:class:`~mutagrad.testing.verdicts.Outcome`): ``right``, ``refused`` (a
+MutagradError), ``value differs``, ``wrong`` (the gradient or the caller's
+arrays differ), ``crash`` (any other exception) or ``timeout``. A gradient
+that disagrees with both estimates is looked at once more with finer steps,
+since a kink closer to the input than the steps bends both estimates alike.
 """
 
 from __future__ import annotations
 
 import contextlib
-import enum
 import threading
 import traceback
 import warnings
@@ -31,43 +30,36 @@ from mutagrad.core import modes
 from mutagrad.testing.finite_differences import numerical_gradient
 from mutagrad.testing.fuzz.program import PROGRAM_FILENAME, FuzzProgram
 from mutagrad.testing.limits import ProgramTimeout, isolated, time_limit
+from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = ["MODES", "ModeResult", "Outcome", "Verdict", "judge"]
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 
 
-class Outcome(enum.Enum):
-    """What one gradient call did with one program."""
-
-    RIGHT = "right"  # value and gradient match numpy and finite differences
-    REFUSED = "refused"  # a MutagradError
-    WRONG = "WRONG"  # a value, a gradient or the caller's arrays differ
-    CRASH = "crash"  # any other exception, or the time limit
-
-
-@attrs.frozen
-class ModeResult:
-    mode: str
-    outcome: Outcome
-    detail: str = ""
-
-
 @attrs.frozen
 class Verdict:
-    """The judgement of one program: ``discarded`` says why it was not judged, if it was not."""
+    """The judgement of one program.
+
+    ``results`` holds one :class:`~mutagrad.testing.verdicts.ModeResult` per
+    mode judged, in order; ``discarded`` says why the program was not judged
+    at all (numpy rejects it, its value is not finite, or it is not smooth at
+    its input: finite differences cannot be trusted there), and ``results`` is
+    then empty.
+    """
 
     program: FuzzProgram
     results: tuple[ModeResult, ...] = ()
     discarded: str | None = None
 
     def outcome(self, mode: str) -> Outcome | None:
+        """The outcome in ``mode``; ``None`` when it was not judged in ``mode``."""
         return next((r.outcome for r in self.results if r.mode == mode), None)
 
     @property
     def findings(self) -> tuple[ModeResult, ...]:
-        """The WRONG and crashing calls."""
-        return tuple(r for r in self.results if r.outcome in (Outcome.WRONG, Outcome.CRASH))
+        """The calls that failed (:data:`~mutagrad.testing.verdicts.FAILURES`): each is a bug."""
+        return tuple(r for r in self.results if r.failed)
 
 
 @attrs.frozen
@@ -302,32 +294,44 @@ def _judge_mode(
     inputs = program.fresh_inputs()
     f, args = program.build(inputs)
     before = ([x.copy() for x in inputs], [_copy(a) for a in args])
+    refusal: ModeResult | None = None
     result = None
     try:
         with _quiet(), time_limit(seconds):
             result = isolated(mutagrad.withgradient, f, *args, mode=mode)
     except mutagrad.MutagradError as error:
-        refusal = f"{type(error).__name__}: {_first_line(error)}"
+        refusal = ModeResult(mode, Outcome.REFUSED, _first_line(error), type(error).__name__)
     except ProgramTimeout as error:
-        return ModeResult(mode, Outcome.CRASH, f"timeout: {error}")
+        return ModeResult(mode, Outcome.TIMEOUT, str(error))
     except Exception as error:
-        detail = (
-            f"{type(error).__name__}: {_first_line(error)} (at {_where(error, program.source)})"
-        )
-        return ModeResult(mode, Outcome.CRASH, detail)
+        detail = f"{_first_line(error)} (at {_where(error, program.source)})"
+        return ModeResult(mode, Outcome.CRASH, detail, type(error).__name__)
     problem = _caller_problem(program, reference, (inputs, args), before, result is not None)
     if problem is not None:
         return ModeResult(mode, Outcome.WRONG, problem)
-    if result is None:
-        return ModeResult(mode, Outcome.REFUSED, refusal)
+    if refusal is not None:
+        return refusal
+    return _judge_result(program, mode, reference, (inputs, args), result)
+
+
+def _judge_result(
+    program: FuzzProgram,
+    mode: str,
+    reference: _Reference,
+    called: tuple[list[np.ndarray], tuple[Any, ...]],
+    result: Any,
+) -> ModeResult:
+    """The value and the gradient a call returned, against numpy's and finite differences'."""
     tolerance = reference.tolerance
     try:
         value = _as_float(result.val)
     except (TypeError, ValueError):
-        return ModeResult(mode, Outcome.WRONG, f"the value {result.val!r} is not a real number")
+        detail = f"the value {result.val!r} is not a real number"
+        return ModeResult(mode, Outcome.VALUE_DIFFERS, detail)
     if not abs(value - reference.value) <= tolerance.value_rtol * max(1.0, abs(reference.value)):
-        return ModeResult(mode, Outcome.WRONG, f"value {value!r}, numpy gives {reference.value!r}")
-    gradients = _input_gradients(program, inputs, args, result.grad)
+        detail = f"value {value!r}, numpy gives {reference.value!r}"
+        return ModeResult(mode, Outcome.VALUE_DIFFERS, detail)
+    gradients = _input_gradients(program, *called, result.grad)
     if isinstance(gradients, str):
         return ModeResult(mode, Outcome.WRONG, gradients)
     for k, got in enumerate(gradients):
