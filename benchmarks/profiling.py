@@ -7,7 +7,7 @@ poison mode, four views of one ``mutagrad.gradient`` call:
    sweep, the rest of the API (wrapping inputs, extracting gradients,
    releasing the tape), and the garbage collector's share of all of it
    (``gc.callbacks``), per call and per tape node. Timed by wrapping
-   ``mutagrad.api._Call.run`` and ``mutagrad.api.backward`` for the duration
+   ``mutagrad.call.GradientCall.run`` and ``mutagrad.call.backward`` for the duration
    of the measurement (mutagrad's source is not changed).
 2. **Sampling profile** (pyinstrument, when installed; 0.1 ms interval): self
    time grouped by phase and by what the engine is doing (site lookup,
@@ -86,9 +86,9 @@ class _PhaseClock:
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        import mutagrad.api as api
+        import mutagrad.call as api
 
-        run, backward = api._Call.run, api.backward
+        run, backward = api.GradientCall.run, api.backward
 
         def timed_run(call: Any, f: Any) -> Any:
             start = time.perf_counter()
@@ -108,11 +108,11 @@ class _PhaseClock:
             finally:
                 self.backward += time.perf_counter() - start
 
-        api._Call.run, api.backward = timed_run, timed_backward
+        api.GradientCall.run, api.backward = timed_run, timed_backward
         try:
             yield
         finally:
-            api._Call.run, api.backward = run, backward
+            api.GradientCall.run, api.backward = run, backward
 
 
 class _GcClock:
@@ -182,14 +182,14 @@ def split(run: Callable[[], Any], calls: int) -> dict[str, Any]:
 # 2. The sampling profile, grouped.
 
 _PHASES = {
-    ("api.py", "gradient"): "api",
-    ("api.py", "withgradient"): "api",
-    ("api.py", "run"): "forward",
-    ("api.py", "sweep"): "backward",
+    ("zygote.py", "gradient"): "api",
+    ("zygote.py", "withgradient"): "api",
+    ("call.py", "run"): "forward",
+    ("call.py", "sweep"): "backward",
     ("engine.py", "backward"): "backward",
-    ("api.py", "gradients"): "gradients out",
-    ("api.py", "finish"): "release tape",
-    ("api.py", "__init__"): "wrap inputs",
+    ("call.py", "gradients"): "gradients out",
+    ("call.py", "finish"): "release tape",
+    ("call.py", "__init__"): "wrap inputs",
 }
 
 # (file suffix or directory, function names or None for any) -> category; first match wins.
@@ -204,13 +204,13 @@ _CATEGORIES: list[tuple[str, tuple[str, ...] | None, str]] = [
     ("core/engine.py", ("accumulate", "_add_sparse_into"), "accumulate cotangents"),
     ("core/engine.py", ("read",), "pullbacks (vjps, Capture.read)"),
     ("core/engine.py", ("release", "touch"), "tape release"),
-    ("array/value.py", ("wrap", "__init__", "make_view"), "result wrappers (WrappedArray)"),
-    ("array/value.py", ("node_of", "is_active", "any_active"), "node_of / activity"),
-    ("array/value.py", ("apply",), "apply (incl. the numpy call)"),
-    ("array/value.py", None, "dispatch: operators, __array_ufunc__"),
-    ("rules/indexing.py", ("backward",), "pullbacks (vjps, Capture.read)"),
-    ("rules/indexing.py", None, "indexing: getitem, normalize_index"),
-    ("array/mutation.py", None, "writes: setitem, invalidate, write node"),
+    ("traced/value.py", ("wrap", "__init__", "make_view"), "result wrappers (WrappedArray)"),
+    ("traced/value.py", ("node_of", "is_active", "any_active"), "node_of / activity"),
+    ("traced/value.py", ("apply",), "apply (incl. the numpy call)"),
+    ("traced/value.py", None, "dispatch: operators, __array_ufunc__"),
+    ("traced/indexing.py", ("backward",), "pullbacks (vjps, Capture.read)"),
+    ("traced/indexing.py", None, "indexing: getitem, normalize_index"),
+    ("traced/mutation.py", None, "writes: setitem, invalidate, write node"),
     ("rules/inplace.py", None, "writes: setitem, invalidate, write node"),
     ("core/tangents.py", ("Meta",), "record: Node, saves, captures"),
     (
@@ -229,7 +229,7 @@ _CATEGORIES: list[tuple[str, tuple[str, ...] | None, str]] = [
     ("core/tangents.py", None, "accumulate cotangents"),
     ("core/regions.py", None, "regions: view/write pullbacks"),
     ("rules/", None, "rule functions (vjps, adapters)"),
-    ("mutagrad/api.py", None, "api: inputs, output, gradients"),
+    ("mutagrad/call.py", None, "api: inputs, output, gradients"),
     ("mutagrad/core/trees.py", None, "api: inputs, output, gradients"),
     ("mutagrad/buffer.py", None, "api: inputs, output, gradients"),
     ("benchmarks/workloads.py", None, "the user's program itself"),

@@ -1,7 +1,7 @@
 """The import layering of mutagrad, read from the source with ``ast``.
 
 Layers import downward only: ``errors`` <- ``diagnostics`` <- ``core`` <-
-``array`` <- ``rules`` <- the API modules <- the tools (``testing``, ``report``, ``coverage``,
+``traced`` <- ``rules`` <- the API modules <- the tools (``testing``, ``report``, ``coverage``,
 ``__main__``). Every import counts, including one inside a function, and so
 does the package ``__init__`` that importing a module of another package runs
 first. The edges are explicit: no string-keyed method table and no
@@ -122,19 +122,20 @@ def test_core_imports_nothing_above_it():
             assert not above, f"{name} imports {sorted(above)}"
 
 
-def test_the_array_imports_only_core():
+def test_the_traced_array_imports_only_core():
     for name, targets in graph().items():
-        if name.startswith("mutagrad.array"):
-            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics", "mutagrad.array")
+        if name.startswith("mutagrad.traced"):
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics",
+                       "mutagrad.traced")  # fmt: skip
             above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
 
 
-def test_rules_import_only_core_the_array_and_each_other():
+def test_rules_import_only_core_the_traced_array_and_each_other():
     for name, targets in graph().items():
         if name.startswith("mutagrad.rules"):
-            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics", "mutagrad.array",
-                       "mutagrad.rules")  # fmt: skip
+            allowed = ("mutagrad.core", "mutagrad.errors", "mutagrad.diagnostics",
+                       "mutagrad.traced", "mutagrad.rules")  # fmt: skip
             above = {t for t in targets if not t.startswith(allowed)}
             assert not above, f"{name} imports {sorted(above)}"
 

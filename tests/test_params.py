@@ -357,7 +357,7 @@ def test_a_refused_claim_leaves_no_parameter_bound(monkeypatch):
             raise mutagrad.MutagradError("in use")
         original(w, tape)
 
-    monkeypatch.setattr("mutagrad.api.claim_parameter", refuse_the_second)
+    monkeypatch.setattr("mutagrad.call.claim_parameter", refuse_the_second)
     with pytest.raises(mutagrad.MutagradError, match="in use"):
         mutagrad.gradient(lambda: np.sum(a * b), Params([a, b]))
     monkeypatch.undo()

@@ -455,7 +455,7 @@ def test_arguments_sharing_memory_refuse_writes_and_allow_reads(size):
 
 
 def test_an_internal_failure_where_numpy_works_becomes_a_mutagrad_error(monkeypatch):
-    from mutagrad.array import value as wrapped
+    from mutagrad.traced import value as wrapped
 
     def broken_rule(*args, **kwargs):
         raise TypeError("an internal bug")

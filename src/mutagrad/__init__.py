@@ -16,22 +16,11 @@ a wrong gradient. Writes whose old value no gradient needs just work.
 """
 
 from mutagrad import rules  # noqa: F401  (importing the rule modules registers every numpy fact)
-from mutagrad.api import (
-    Pullback,
-    WithGradient,
-    array,
-    asarray,
-    gradient,
-    ignore_derivatives,
-    is_traced,
-    mode,
-    pullback,
-    withgradient,
-)
-from mutagrad.array.value import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.buffer import Buffer
+from mutagrad.call import WithGradient
 from mutagrad.checkpoint import checkpointed
 from mutagrad.core.engine import ANS
+from mutagrad.core.modes import mode
 from mutagrad.core.tangents import NoTangent, ZeroTangent
 from mutagrad.custom import defvjp, non_differentiable, primitive, rrule
 from mutagrad.errors import (
@@ -46,8 +35,8 @@ from mutagrad.errors import (
     UnsupportedAttributeError,
 )
 from mutagrad.explain import Explanation, explain
-from mutagrad.higher import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.hook import hook
+from mutagrad.jacobians import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.params import Grads, Params
 from mutagrad.porting import (
     adam,
@@ -60,9 +49,12 @@ from mutagrad.porting import (
     rmsprop,
     sgd,
 )
+from mutagrad.traced import array, asarray, is_traced
+from mutagrad.traced.value import WrappedArray, WrappedScalar, WrappedValue
 
 # jacobian and hessian have two faces: jacobian(f, x) is Zygote's, jacobian(f) JAX's.
 from mutagrad.transforms import grad, hessian, jacobian, jacrev, value_and_grad, vjp
+from mutagrad.zygote import Pullback, gradient, ignore_derivatives, pullback, withgradient
 
 __version__ = "0.1.0"
 

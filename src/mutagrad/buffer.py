@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import BUFFER, FROZEN, THAWED, WrappedArray, WrappedValue, make_view
 from mutagrad.core.trees import flatten
 from mutagrad.errors import MutagradError
+from mutagrad.traced.value import BUFFER, FROZEN, THAWED, WrappedArray, WrappedValue, make_view
 
 
 class Buffer(WrappedArray):

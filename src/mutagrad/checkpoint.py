@@ -45,16 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import Frozen, GradientCall, _can_freeze, _input_gradient
-from mutagrad.array.value import (
-    BORROWED,
-    WrappedArray,
-    WrappedValue,
-    is_raw_array,
-    node_of,
-    wrap,
-)
 from mutagrad.buffer import check_not_open_buffer
+from mutagrad.call import Frozen, GradientCall, can_freeze, input_gradient
 from mutagrad.core.engine import (
     STATE,
     BackwardPass,
@@ -78,6 +70,14 @@ from mutagrad.diagnostics.sites import (
 )
 from mutagrad.errors import MutagradError
 from mutagrad.reachable import reachable_values
+from mutagrad.traced.value import (
+    BORROWED,
+    WrappedArray,
+    WrappedValue,
+    is_raw_array,
+    node_of,
+    wrap,
+)
 
 
 def _function_name(f: Any) -> str:
@@ -136,7 +136,7 @@ class CheckpointRule(Rule):
                 for inp, (value, source) in zip(node.inputs, sources):
                     if inner is None or inp is None or source is None or not inp.tag & bk.bit:
                         continue
-                    cot = _input_gradient(value, source, inner)
+                    cot = input_gradient(value, source, inner)
                     if cot is not None:
                         bk.accumulate(inp, cot)
             finally:
@@ -287,7 +287,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
     read_only = Frozen()
     read_only.freeze([a for a in raw + [x for x in leaves if is_raw_array(x)]
-                      if a.base is None or _can_freeze(a)])  # fmt: skip
+                      if a.base is None or can_freeze(a)])  # fmt: skip
     token = STATE.set(segment)
     try:
         out = f(*received)

@@ -54,7 +54,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from mutagrad.api import gradient
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.errors import (
     MissingRuleError,
@@ -64,6 +63,7 @@ from mutagrad.errors import (
 )
 from mutagrad.rules.numpy_source import TRACED
 from mutagrad.testing import check_gradient
+from mutagrad.zygote import gradient
 
 START = "<!-- coverage:start -->"
 END = "<!-- coverage:end -->"

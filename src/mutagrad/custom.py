@@ -39,21 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.dispatch import (
-    apply,
-    call_without_derivative,
-    guarded_arguments,
-    refusing_writes_by,
-    unaliased,
-)
-from mutagrad.array.value import (
-    WrappedValue,
-    holds_wrapped,
-    operand,
-    unwrap,
-    wrap,
-    wrap_constant,
-)
 from mutagrad.core.engine import (
     ANS,
     STATE,
@@ -69,6 +54,21 @@ from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.diagnostics.sites import Site, format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.traced.dispatch import (
+    apply,
+    call_without_derivative,
+    guarded_arguments,
+    refusing_writes_by,
+    unaliased,
+)
+from mutagrad.traced.value import (
+    WrappedValue,
+    holds_wrapped,
+    operand,
+    unwrap,
+    wrap,
+    wrap_constant,
+)
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -21,8 +21,7 @@ from typing import Any, TextIO
 import attrs
 import numpy as np
 
-from mutagrad.api import GradientCall, _first, _seed
-from mutagrad.array.value import WrappedValue
+from mutagrad.call import GradientCall, first_output, scalar_seed
 from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
 from mutagrad.core.memory import describe_part
 from mutagrad.core.regions import VIEW_READ, WRITE
@@ -30,6 +29,7 @@ from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.sites import describe_site, site_line, source_code
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
+from mutagrad.traced.value import WrappedValue
 
 
 @attrs.frozen
@@ -211,8 +211,8 @@ def explain(
     try:
         try:
             out = call.run(f, kwargs)
-            node = call.output_node(_first(out), "explain")
-            bk = call.sweep(node, _seed(node) if node is not None else None)
+            node = call.output_node(first_output(out), "explain")
+            bk = call.sweep(node, scalar_seed(node) if node is not None else None)
             gradient = tuple(call.gradients(bk))
             outcome = (
                 "gradient computed" if node is not None else "output does not depend on the input"

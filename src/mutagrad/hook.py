@@ -11,11 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import (
-    WrappedValue,
-    node_of,
-    wrap,
-)
 from mutagrad.core.engine import (
     STATE,
     BackwardPass,
@@ -26,6 +21,11 @@ from mutagrad.core.engine import (
 from mutagrad.core.record import push
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.sites import user_site
+from mutagrad.traced.value import (
+    WrappedValue,
+    node_of,
+    wrap,
+)
 
 
 class HookRule(Rule):

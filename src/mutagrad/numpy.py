@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as _np
 
-from mutagrad.array.value import WrappedArray as _WrappedArray
-from mutagrad.array.value import WrappedValue as _WrappedValue
-from mutagrad.array.value import holds_wrapped as _holds_wrapped
-from mutagrad.array.value import stack_sequence as _stack_sequence
-from mutagrad.array.value import unwrap as _unwrap
 from mutagrad.core.engine import STATE as _STATE
+from mutagrad.traced.value import WrappedArray as _WrappedArray
+from mutagrad.traced.value import WrappedValue as _WrappedValue
+from mutagrad.traced.value import holds_wrapped as _holds_wrapped
+from mutagrad.traced.value import stack_sequence as _stack_sequence
+from mutagrad.traced.value import unwrap as _unwrap
 
 _DISPATCHED_FUNCTION = type(_np.mean)  # a numpy function with NEP 18 dispatch
 _SEQUENCES = (list, tuple)

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import WrappedArray, WrappedScalar, WrappedValue
 from mutagrad.errors import MutagradError
+from mutagrad.traced.value import WrappedArray, WrappedScalar, WrappedValue
 
 
 def _check_parameter(x: Any) -> WrappedArray:

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import (
+from mutagrad.diagnostics.sites import global_names
+from mutagrad.traced.value import (
     WrappedArray,
     WrappedScalar,
 )
-from mutagrad.diagnostics.sites import global_names
 
 _MAX_DEPTH = 6
 _MAX_OBJECTS = 20_000

@@ -44,14 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import _unwrap_output, call_with_gradient, owned_data, pullback
-from mutagrad.array.value import WrappedValue
+from mutagrad.call import call_with_gradient, owned_data, unwrap_output
 from mutagrad.core.engine import STATE
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
-from mutagrad.higher import _zygote_hessian, call_with_jacobian
+from mutagrad.jacobians import call_with_jacobian, zygote_hessian
+from mutagrad.traced.value import WrappedValue
+from mutagrad.zygote import pullback
 
 Argnums = int | Sequence[int]
 
@@ -301,7 +302,7 @@ def _value_and_grad(
     if has_aux:
         # Inside an enclosing gradient call the value stays traced, as it does for the value.
         nested = isinstance(value, WrappedValue)
-        value = (value, aux.aux if nested else _unwrap_output(aux.aux))
+        value = (value, aux.aux if nested else unwrap_output(aux.aux))
     return value, grads
 
 
@@ -402,7 +403,7 @@ def vjp(
     if has_aux:
         if STATE.get() is not None:  # nested: aux stays traced, as the value does
             return out, vjp_fn, aux.aux
-        return out, vjp_fn, _unwrap_output(aux.aux, owned_data)  # copies what vjp_fn reads
+        return out, vjp_fn, unwrap_output(aux.aux, owned_data)  # copies what vjp_fn reads
     return out, vjp_fn
 
 
@@ -433,7 +434,7 @@ def _jacrev(
     result = selection.per_argument(jacobians)
     if has_aux:
         nested = isinstance(value, WrappedValue)
-        return result, aux.aux if nested else _unwrap_output(aux.aux)
+        return result, aux.aux if nested else unwrap_output(aux.aux)
     return result
 
 
@@ -549,7 +550,7 @@ def jacobian(
     The transform (JAX's and autograd's ``jacobian``) gives ``out.shape +
     in.shape``; Zygote's form computes at once and gives, per argument, a
     matrix with a row per output element and a column per input element
-    (see :func:`mutagrad.higher.withjacobian`).
+    (see :func:`mutagrad.jacobians.withjacobian`).
     """
     if args:
         _refuse_mixed_forms("jacobian", argnums, has_aux)
@@ -590,9 +591,9 @@ def hessian(
                 "for several, use hessian(f, argnums=(0, 1, ...))(*args)"
             )
         if not _looks_like_argnums(args):
-            return _zygote_hessian(f, args[0], mode, kwargs, "hessian")
+            return zygote_hessian(f, args[0], mode, kwargs, "hessian")
         try:
-            result = _zygote_hessian(f, args[0], mode, kwargs, "hessian")
+            result = zygote_hessian(f, args[0], mode, kwargs, "hessian")
         except Exception as error:
             raise _zygote_call_failed("hessian", args, error) from error
         return _computed_at(result, "hessian", args)

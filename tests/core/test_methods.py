@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 import mutagrad
-from mutagrad.array import value as array_value
-from mutagrad.array.value import WrappedArray
 from mutagrad.testing import check_gradient
+from mutagrad.traced import value as array_value
+from mutagrad.traced.value import WrappedArray
 
 X = np.array([[0.5, 1.5, -2.0, 3.0], [0.25, -1.25, 2.5, -0.75], [1.75, -0.5, 0.0, 2.25]])
 MASK = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])

@@ -18,8 +18,8 @@ import pytest
 from test_mutation import setitem_elements_in_a_loop
 
 import mutagrad
-from mutagrad.array.value import WrappedValue
 from mutagrad.core.engine import Capture, Node, Tape
+from mutagrad.traced.value import WrappedValue
 
 ENGINE_TYPES = (WrappedValue, Capture, Node, Tape)
 

@@ -22,8 +22,8 @@ import pytest
 
 import mutagrad
 import mutagrad.numpy as mnp
-from mutagrad.array.value import BORROWED, FROZEN, READONLY, SHARED_INPUT, WrappedArray
 from mutagrad.testing import check_gradient
+from mutagrad.traced.value import BORROWED, FROZEN, READONLY, SHARED_INPUT, WrappedArray
 
 
 class tracked:

@@ -1,4 +1,4 @@
-"""mutagrad/array/indexing.py: reading ``x[index]``.
+"""mutagrad/traced/indexing.py: reading ``x[index]``.
 
 Covers basic indexes (ints, negative ints, slices with steps, None, Ellipsis:
 views, or a WrappedScalar for one element), integer-array indexes with
@@ -177,6 +177,6 @@ def test_overlapping_reads_add_their_cotangents(x):
 
 def test_every_rule_of_the_module_is_tested():
     """x[index] is WrappedArray.__getitem__: the module registers no numpy function (yet)."""
-    registered = rules_defined_in("mutagrad.array.indexing")
+    registered = rules_defined_in("mutagrad.traced.indexing")
     missing = {getattr(r, "__name__", repr(r)) for r in registered}
     assert not missing, f"rules without a test: {sorted(missing)}"

@@ -6,7 +6,7 @@ Layered bottom up, each module importing only those before it::
     tangents               cotangents (zeros, sparse)
     engine                 tape, traces, nodes, captures, rules, the backward sweep,
                            and the traced type as the engine knows it (registered
-                           by mutagrad.array)
+                           by mutagrad.traced)
     registry               the rule tables, keyed by the numpy callable
     record                 the one recording path: every Node made and pushed,
                            what a pullback may read saved (one save policy)
@@ -16,5 +16,5 @@ Layered bottom up, each module importing only those before it::
     trees                  nested argument structures (pytrees)
 
 Nothing here knows a numpy function's derivative (those are in mutagrad.rules)
-or the traced array type (that is mutagrad.array, the room above).
+or the traced array type (that is mutagrad.traced, the room above).
 """

@@ -633,7 +633,7 @@ def read_only(value: Any) -> Any:
 
 
 class TracedType:
-    """The traced array type, as the engine knows it: registered by :mod:`mutagrad.array`.
+    """The traced array type, as the engine knows it: registered by :mod:`mutagrad.traced`.
 
     The engine records and sweeps without importing the array type (which is
     built on it); the array room tells it, once, the four things it needs:
@@ -658,11 +658,11 @@ class TracedType:
 
 
 class _NoTracedType:
-    """What :data:`TRACED` holds until mutagrad.array registers the traced type."""
+    """What :data:`TRACED` holds until mutagrad.traced registers the traced type."""
 
 
 def _not_registered(*args: Any) -> Any:
-    raise RuntimeError("mutagrad.array has not registered the traced type with the engine")
+    raise RuntimeError("mutagrad.traced has not registered the traced type with the engine")
 
 
 TRACED = TracedType()
@@ -889,7 +889,7 @@ def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
         raise NotDifferentiableError(complex_message(operation, site))
 
 
-# A WrappedArray flag (see mutagrad.array.value): np.asarray handed the array's
+# A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's
 # memory to numpy as a plain, writable ndarray, whose writes no version sees.
 EXPORTED = 256
 

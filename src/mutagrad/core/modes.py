@@ -18,7 +18,8 @@ the write path and the API only call these methods.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -129,3 +130,13 @@ def strict_message(operation: str, target: str, site: Site | None) -> str:
         '  - or differentiate with mode="poison" (the default), which accepts a mutation\n'
         "    whenever no gradient needs the overwritten value."
     )
+
+
+@contextlib.contextmanager
+def mode(name: str) -> Iterator[None]:
+    """Use mutation mode ``name`` ("poison", "strict" or "snapshot") inside the block."""
+    token = MODE.set(mode_named(name))
+    try:
+        yield
+    finally:
+        MODE.reset(token)

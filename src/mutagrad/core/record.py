@@ -4,7 +4,7 @@ This module is the one recording path. Every :class:`Node` is made by its
 constructor (``Node(rule, inputs, tape, tag, value, site)``, which refuses
 complex values) and put on the tape by :func:`push` (spelled out on the hot
 paths: the two small recorders here and an element read); every operand is
-resolved to its raw value and node by :func:`mutagrad.array.value.operand`
+resolved to its raw value and node by :func:`mutagrad.traced.value.operand`
 (the array type knows its views); what a pullback may
 read later is decided by one save policy (:func:`save_value`,
 :func:`save_output`, :func:`owned_value`); inputs of a gradient call get
@@ -13,7 +13,7 @@ their node from :func:`input_node`.
 :func:`record` records a rule applied to any number of arguments. One and
 two arguments, the arithmetic of every traced loop, take :func:`record1` and
 :func:`record2`: the same policy unrolled, the only implementation for
-those counts (the operator fast path in :mod:`mutagrad.array.value` calls
+those counts (the operator fast path in :mod:`mutagrad.traced.value` calls
 them directly).
 
 What is saved for an argument the pullbacks read:

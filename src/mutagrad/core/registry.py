@@ -15,7 +15,7 @@
 
 The rule modules register with :func:`ufunc_rule`, :func:`implements`,
 :func:`nondifferentiable` and :func:`on_rule_miss`, each right beside its
-definition; the traced array reads the tables (``mutagrad.array.dispatch``).
+definition; the traced array reads the tables (``mutagrad.traced.dispatch``).
 Nothing here knows a numpy fact.
 """
 

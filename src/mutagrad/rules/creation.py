@@ -12,12 +12,12 @@ import operator
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign
-from mutagrad.array.value import WrappedValue, any_active, array_like, unwrap, wrap_constant
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.diagnostics.messages import conversion_message
 from mutagrad.errors import TracerConversionError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign
+from mutagrad.traced.value import WrappedValue, any_active, array_like, unwrap, wrap_constant
 
 
 def _like(numpy_function):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, unwrap
 from mutagrad.core.registry import ANS, VjpRule, implements
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, unwrap
 
 
 def _reverse_cumsum(g, axis: int):

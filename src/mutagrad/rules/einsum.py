@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, _is_view_of, make_view, unwrap
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import unbroadcast
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, is_view_of, make_view, unwrap
 
 LETTERS = string.ascii_uppercase + string.ascii_lowercase
 
@@ -158,7 +158,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     result = np.einsum(*unwrap(operands), optimize=optimize, **raw_kwargs)
     if len(arrays) == 1 and isinstance(arrays[0], WrappedValue):
         (a,) = arrays
-        if type(result) is np.ndarray and _is_view_of(result, a._raw):
+        if type(result) is np.ndarray and is_view_of(result, a._raw):
             return assign_out(make_view(a, result), out, "np.einsum")
     labels, output = canonical(subscripts, [np.shape(a) for a in arrays])
     traced = apply(

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
 
 _NoValue = np._NoValue
 
@@ -44,7 +44,7 @@ def _mT(a):
     return np.swapaxes(a, -1, -2)
 
 
-def _inverse_gaps(values):
+def inverse_gaps(values):
     """``F[i, j] = 1 / (values[j] - values[i])`` off the diagonal, 0 on it."""
     gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
     eye = np.eye(np.shape(values)[-1])
@@ -76,14 +76,14 @@ def _reduced_svd(a):
     return np.linalg.svd(a, full_matrices=False)
 
 
-def _singular_values_vjp(g, ans, a, decompose=_reduced_svd):
+def singular_values_vjp(g, ans, a, decompose=_reduced_svd):
     # d s_i = u_i^T da v_i. (decompose: scipy.linalg.svd's rules decompose with SciPy's
     # routine, so that the vectors' signs are those of the output.)
     u, _, vh = decompose(a)
     return np.matmul(u * np.expand_dims(g, -2), vh)
 
 
-def _left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
+def left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
     # The U terms of the SVD's adjoint (Townsend, "Differentiating the singular value
     # decomposition", 2016): abar = U (F o (U^T Ubar - Ubar^T U)) S V^T
     # + (I - U U^T) Ubar S^-1 V^T, with F_ij = 1 / (s_j^2 - s_i^2).
@@ -94,14 +94,14 @@ def _left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
         g = g[..., :, :k]
     u, s, vh = decompose(a)
     ug = np.matmul(_mT(u), g)
-    inner = _inverse_gaps(s * s) * (ug - _mT(ug)) * np.expand_dims(s, -2)
+    inner = inverse_gaps(s * s) * (ug - _mT(ug)) * np.expand_dims(s, -2)
     if m > k:
         outside = (g - np.matmul(u, ug)) / np.expand_dims(s, -2)
         return np.matmul(np.matmul(u, inner) + outside, vh)
     return np.matmul(u, np.matmul(inner, vh))
 
 
-def _right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
+def right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
     # The V terms: abar = U S (F o (V^T Vbar - Vbar^T V)) V^T + U S^-1 Vbar^T (I - V V^T),
     # with Vbar = g^T (g is the cotangent of Vh).
     m, n = np.shape(a)[-2:]
@@ -111,7 +111,7 @@ def _right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
         g = g[..., :k, :]
     u, s, vh = decompose(a)
     vg = np.matmul(vh, _mT(g))
-    inner = np.expand_dims(s, -1) * (_inverse_gaps(s * s) * (vg - _mT(vg)))
+    inner = np.expand_dims(s, -1) * (inverse_gaps(s * s) * (vg - _mT(vg)))
     result = np.matmul(inner, vh)
     if n > k:
         result = result + (g - np.matmul(_mT(vg), vh)) / np.expand_dims(s, -1)
@@ -121,19 +121,19 @@ def _right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
 SINGULAR_VALUES = VjpRule(
     "linalg.svd",
     lambda a: np.linalg.svd(a, compute_uv=False),
-    (_singular_values_vjp,),
+    (singular_values_vjp,),
     ((0,),),
 )
 LEFT_VECTORS = VjpRule(
     "linalg.svd",
     lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[0],
-    (_left_vectors_vjp,),
+    (left_vectors_vjp,),
     ((0,),),
 )
 RIGHT_VECTORS = VjpRule(
     "linalg.svd",
     lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[2],
-    (_right_vectors_vjp,),
+    (right_vectors_vjp,),
     ((0,),),
 )
 
@@ -198,7 +198,7 @@ def _eigenvectors_vjp(g, ans, a):
     # v_i. The adjoint: gbar = g - V diag(V^T g), abar = V^-T (F o (V^T gbar)) V^T.
     values, vectors = _real_eigensystem(a)
     projected = g - vectors * np.sum(vectors * g, axis=-2, keepdims=True)
-    inner = _inverse_gaps(values) * np.matmul(_mT(vectors), projected)
+    inner = inverse_gaps(values) * np.matmul(_mT(vectors), projected)
     return np.linalg.solve(_mT(vectors), np.matmul(inner, _mT(vectors)))
 
 

@@ -17,9 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.indexing import normalize_index
-from mutagrad.array.mutation import assign, refuse_overlapping, write_in_place
-from mutagrad.array.value import (
+from mutagrad.core.regions import FANCY_INDEX, gather
+from mutagrad.core.registry import VjpRule, implements
+from mutagrad.diagnostics.messages import conversion_message
+from mutagrad.errors import NotDifferentiableError, TracerConversionError
+from mutagrad.rules.rearrange import index_map, rearranged
+from mutagrad.traced.indexing import normalize_index
+from mutagrad.traced.mutation import assign, refuse_overlapping, write_in_place
+from mutagrad.traced.value import (
     WrappedArray,
     WrappedValue,
     any_active,
@@ -27,11 +32,6 @@ from mutagrad.array.value import (
     unwrap,
     wrap_constant,
 )
-from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.registry import VjpRule, implements
-from mutagrad.diagnostics.messages import conversion_message
-from mutagrad.errors import NotDifferentiableError, TracerConversionError
-from mutagrad.rules.rearrange import index_map, rearranged
 
 
 def _raw_target(name: str, a: Any, values: Any) -> bool:

@@ -29,8 +29,8 @@ from itertools import product
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from mutagrad.array.value import WrappedValue, unwrap
 from mutagrad.core.registry import implements
+from mutagrad.traced.value import WrappedValue, unwrap
 
 
 def _array(value):

@@ -24,11 +24,11 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
 
 
 def _matmul_vjp_a(g, ans, a, b):
@@ -612,7 +612,7 @@ def polyval(p, x):
 # -- symmetric matrices: cholesky, eigh, eigvalsh -------------------------------------------
 
 
-def _from_triangle(symmetric, lower):
+def from_triangle(symmetric, lower):
     """The cotangent of a matrix of which numpy reads one triangle (the other is ignored).
 
     ``symmetric`` is the cotangent with respect to the symmetric matrix numpy
@@ -623,11 +623,11 @@ def _from_triangle(symmetric, lower):
     return 2 * triangle + symmetric * np.eye(n)
 
 
-def _symmetric_part(m):
+def symmetric_part(m):
     return (m + _mT(m)) / 2
 
 
-def _cholesky_vjp(g, ans, a, upper=False):
+def cholesky_vjp(g, ans, a, upper=False):
     # a = L L^T gives L^-1 da L^-T = X + X^T with X = L^-1 dL lower triangular, so
     # dL = L phi(L^-1 da L^-T), phi taking the lower triangle with half the diagonal.
     # Its adjoint: abar = L^-T sym(phi(L^T Lbar)) L^-1.
@@ -637,11 +637,11 @@ def _cholesky_vjp(g, ans, a, upper=False):
     n = np.shape(inner)[-1]
     phi = np.tril(inner, -1) + inner * (np.eye(n) / 2)
     inverse = np.linalg.inv(lower)
-    symmetric = np.matmul(_mT(inverse), np.matmul(_symmetric_part(phi), inverse))
-    return _from_triangle(symmetric, lower=not upper)
+    symmetric = np.matmul(_mT(inverse), np.matmul(symmetric_part(phi), inverse))
+    return from_triangle(symmetric, lower=not upper)
 
 
-CHOLESKY = VjpRule("linalg.cholesky", np.linalg.cholesky, (_cholesky_vjp,), ((ANS,),))
+CHOLESKY = VjpRule("linalg.cholesky", np.linalg.cholesky, (cholesky_vjp,), ((ANS,),))
 
 
 @implements(np.linalg.cholesky)
@@ -653,7 +653,7 @@ def _eigenvalues_vjp(g, ans, a, UPLO="L"):
     # d lambda_i = v_i^T da v_i.
     _, vectors = np.linalg.eigh(a, UPLO)
     symmetric = np.matmul(vectors * np.expand_dims(g, -2), _mT(vectors))
-    return _from_triangle(symmetric, lower=UPLO.upper() == "L")
+    return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
 def _eigenvectors_vjp(g, ans, a, UPLO="L"):
@@ -665,8 +665,8 @@ def _eigenvectors_vjp(g, ans, a, UPLO="L"):
     off_diagonal = 1 - np.eye(n)
     f = off_diagonal / (gaps + np.eye(n))
     inner = f * np.matmul(_mT(vectors), g)
-    symmetric = _symmetric_part(np.matmul(vectors, np.matmul(inner, _mT(vectors))))
-    return _from_triangle(symmetric, lower=UPLO.upper() == "L")
+    symmetric = symmetric_part(np.matmul(vectors, np.matmul(inner, _mT(vectors))))
+    return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
 EIGENVALUES = VjpRule(

@@ -17,8 +17,8 @@ import warnings
 
 import numpy as np
 
-from mutagrad.array.mutation import assign_out
 from mutagrad.core.registry import implements
+from mutagrad.traced.mutation import assign_out
 
 _NoValue = np._NoValue
 

@@ -45,9 +45,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from mutagrad.array.value import WrappedArray, WrappedValue, holds_wrapped, stack_sequence
 from mutagrad.core.registry import implements
 from mutagrad.diagnostics.sites import global_names
+from mutagrad.traced.value import WrappedArray, WrappedValue, holds_wrapped, stack_sequence
 
 __all__ = ["TRACED", "Traced", "traced_copy"]
 

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.core.engine import call_rule
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
 
 # -- the index-map primitives ----------------------------------------------------------
 

@@ -8,10 +8,10 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from mutagrad.array.dispatch import apply, call_without_derivative
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, unwrap
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
+from mutagrad.traced.dispatch import apply, call_without_derivative
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, unwrap
 
 _NoValue = np._NoValue
 

@@ -25,17 +25,17 @@ from typing import Any
 import numpy as np
 import scipy.linalg as linalg
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import unwrap, wrap_constant
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.factorizations import (
-    _inverse_gaps,
-    _left_vectors_vjp,
-    _right_vectors_vjp,
-    _singular_values_vjp,
+    inverse_gaps,
+    left_vectors_vjp,
+    right_vectors_vjp,
+    singular_values_vjp,
 )
-from mutagrad.rules.linalg import _cholesky_vjp, _from_triangle, _symmetric_part
+from mutagrad.rules.linalg import cholesky_vjp, from_triangle, symmetric_part
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import unwrap, wrap_constant
 
 
 def _mT(a):
@@ -118,7 +118,7 @@ def _solve_vjp_a(g, ans, a, b, lower=False, assume_a=None, transposed=False, che
     gm = -_outer(gb, ans) if not transposed else -_outer(ans, gb)
     if assume_a in _GENERAL:
         return gm
-    return _from_triangle(_symmetric_part(gm), lower=lower)
+    return from_triangle(symmetric_part(gm), lower=lower)
 
 
 SOLVE = VjpRule(
@@ -241,7 +241,7 @@ CHOLESKY = VjpRule(
     lambda a, lower=False, check_finite=True: linalg.cholesky(a, lower=lower,
                                                                check_finite=check_finite),
     # numpy's rule: SciPy reads the triangle it factors (upper unless lower=True).
-    (lambda g, ans, a, lower=False, check_finite=True: _cholesky_vjp(g, ans, a, upper=not lower),),
+    (lambda g, ans, a, lower=False, check_finite=True: cholesky_vjp(g, ans, a, upper=not lower),),
     ((ANS,),),
 )
 cholesky = with_rule(
@@ -255,7 +255,7 @@ cholesky = with_rule(
 def _cho_factor_vjp(g, ans, a, lower=False, check_finite=True):
     # The factor's triangle holds the Cholesky factor; the other triangle is a's own entries.
     factor = _triangle(ans, lower)
-    factored = _cholesky_vjp(_triangle(g, lower), factor, a, upper=not lower)
+    factored = cholesky_vjp(_triangle(g, lower), factor, a, upper=not lower)
     strict_other = np.triu(g, 1) if lower else np.tril(g, -1)
     return factored + strict_other
 
@@ -413,15 +413,15 @@ def _eigh_values_vjp(g, ans, a, lower=True):
     # d lambda_i = v_i^T da v_i (SciPy's own vectors: any signs give the same products).
     vectors = eigh(a, lower=lower)[1]
     symmetric = np.matmul(vectors * np.expand_dims(g, -2), _mT(vectors))
-    return _from_triangle(symmetric, lower=lower)
+    return from_triangle(symmetric, lower=lower)
 
 
 def _eigh_vectors_vjp(g, ans, a, lower=True):
     # abar = V (F o (V^T Vbar)) V^T, symmetrized, with the output's own V (distinct eigenvalues).
     values = eigh(a, lower=lower, eigvals_only=True)
-    inner = _inverse_gaps(values) * np.matmul(_mT(ans), g)
-    symmetric = _symmetric_part(np.matmul(ans, np.matmul(inner, _mT(ans))))
-    return _from_triangle(symmetric, lower=lower)
+    inner = inverse_gaps(values) * np.matmul(_mT(ans), g)
+    symmetric = symmetric_part(np.matmul(ans, np.matmul(inner, _mT(ans))))
+    return from_triangle(symmetric, lower=lower)
 
 
 EIGH_VALUES = VjpRule(
@@ -460,19 +460,19 @@ def _reduced_svd(a):
 SVD_VALUES = VjpRule(
     "scipy.linalg.svd",
     lambda a: linalg.svd(a, compute_uv=False),
-    (lambda g, ans, a: _singular_values_vjp(g, ans, a, decompose=_reduced_svd),),
+    (lambda g, ans, a: singular_values_vjp(g, ans, a, decompose=_reduced_svd),),
     ((0,),),
 )
 SVD_LEFT = VjpRule(
     "scipy.linalg.svd",
     lambda a, full_matrices=True: linalg.svd(a, full_matrices)[0],
-    (lambda g, ans, a, **p: _left_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
+    (lambda g, ans, a, **p: left_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
     ((0,),),
 )
 SVD_RIGHT = VjpRule(
     "scipy.linalg.svd",
     lambda a, full_matrices=True: linalg.svd(a, full_matrices)[2],
-    (lambda g, ans, a, **p: _right_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
+    (lambda g, ans, a, **p: right_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
     ((0,),),
 )
 

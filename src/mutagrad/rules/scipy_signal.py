@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.signal as signal
 
-from mutagrad.array.dispatch import apply
 from mutagrad.core.registry import VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
+from mutagrad.traced.dispatch import apply
 
 
 def _flip(x):

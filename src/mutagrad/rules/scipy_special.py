@@ -31,14 +31,14 @@ import numpy as np
 import scipy.special as special
 from scipy.special import _ufuncs
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import unwrap, wrap_constant
 from mutagrad.core.registry import ANS, VjpRule, nondifferentiable, ufunc_rule
 from mutagrad.rules.scipy_support import (
     expand_reduced,
     no_derivative,
     with_rule,
 )
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import unwrap, wrap_constant
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2

@@ -34,9 +34,9 @@ import numpy as np
 import scipy.special as special
 import scipy.stats as stats
 
-from mutagrad.array.value import WrappedValue
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.scipy_support import no_derivative, with_rule
+from mutagrad.traced.value import WrappedValue
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 LOG_2 = math.log(2.0)

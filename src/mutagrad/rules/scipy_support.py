@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import holds_wrapped
 from mutagrad.core.engine import Rule
 from mutagrad.core.registry import FUNCTION_RULES, PRIMITIVES
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import holds_wrapped
 
 # How a call is split into the rule's positional arguments and its parameters.
 Binder = Callable[..., tuple[tuple[Any, ...], dict[str, Any] | None]]

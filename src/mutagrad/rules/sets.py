@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import WrappedValue, array_like, unwrap, wrap_constant
 from mutagrad.core.registry import implements
 from mutagrad.rules.rearrange import index_map, rearranged
+from mutagrad.traced.value import WrappedValue, array_like, unwrap, wrap_constant
 
 
 def first_occurrences(data: np.ndarray, values: np.ndarray, axis: Any, equal_nan: bool) -> Any:

@@ -17,21 +17,21 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out, refuse_out_overlapping
-from mutagrad.array.value import (
+from mutagrad.core.registry import VjpRule, implements
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out, refuse_out_overlapping
+from mutagrad.traced.value import (
     DETACHED,
     WrappedArray,
     WrappedValue,
-    _is_view_of,
     any_active,
     is_active,
+    is_view_of,
     make_view,
     unwrap,
     wrap_constant,
 )
-from mutagrad.core.registry import VjpRule, implements
-from mutagrad.errors import NotDifferentiableError
 
 
 def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
@@ -54,7 +54,7 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
         result = numpy_function(a._raw, *args, **kwargs)
         if result is a._raw:
             return a
-        if _is_view_of(result, a._raw):
+        if is_view_of(result, a._raw):
             return make_view(a, result)
         if copy_rule is not None:
             return apply(copy_rule, (a, *args), kwargs or None)
@@ -119,7 +119,7 @@ _ravel = _view_function(np.ravel, "ravel", _ravel_back)
 def ravel(a, order="C"):
     if order in ("K", "k") and isinstance(a, WrappedArray):
         flat = np.ravel(a._raw, order="K")
-        if not _is_view_of(flat, a._raw):
+        if not is_view_of(flat, a._raw):
             # numpy copied in memory order, which no reshape order can invert.
             # A copy with the same layout (np.copy's order "K") ravels to a view
             # in that same order, so the gradient flows through copy + view.

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import WrappedValue, any_active, unwrap
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import gather_flat, scatter_flat
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import WrappedValue, any_active, unwrap
 
 MODES = {"valid": 0, "same": 1, "full": 2, "v": 0, "s": 1, "f": 2}
 

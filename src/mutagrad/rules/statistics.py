@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.mutation import assign_out
-from mutagrad.array.value import WrappedValue, any_active, unwrap, wrap_constant
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import index_map, scatter_flat
 from mutagrad.rules.reductions import reduced_axes
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.mutation import assign_out
+from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
 
 
 def _order_statistic_vjp(g, ans, x, lower, upper, weight):

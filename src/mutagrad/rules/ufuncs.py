@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import WrappedValue, unwrap, wrap_constant
 from mutagrad.core.registry import ANS, UFUNC_RULES, VjpRule, implements, ufunc_rule
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import WrappedValue, unwrap, wrap_constant
 
 LOG2 = np.log(2.0)
 LOG10 = np.log(10.0)
@@ -262,7 +262,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     result = np.where(np.isneginf(x), low, result)
     result = result if np.result_type(result) == dtype else result.astype(dtype)
     if not copy:  # numpy replaces in place: a recorded write
-        from mutagrad.array.mutation import assign
+        from mutagrad.traced.mutation import assign
 
         assign(x, Ellipsis, result, "np.nan_to_num(..., copy=False)")
         return x
@@ -318,7 +318,7 @@ CLIP = VjpRule(
 @implements(np.clip)
 def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, max=np._NoValue,
          **kwargs):  # fmt: skip
-    from mutagrad.array.mutation import assign_out
+    from mutagrad.traced.mutation import assign_out
 
     lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import scipy.integrate as _integrate
 
-from mutagrad.array.dispatch import apply
-from mutagrad.array.value import holds_wrapped, unwrap
 from mutagrad.core.engine import VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative
+from mutagrad.traced.dispatch import apply
+from mutagrad.traced.value import holds_wrapped, unwrap
 from mutagrad.transforms import vjp as _vjp
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import WrappedValue
+from mutagrad.traced.value import WrappedValue
 from mutagrad.core.memory import copy_keeping_layout
 
 __all__ = ["directional_derivative", "numerical_gradient"]

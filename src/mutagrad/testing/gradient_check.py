@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import withgradient
+from mutagrad.zygote import withgradient
 from mutagrad.testing.finite_differences import (
     directional_derivative,
     fresh_copies,

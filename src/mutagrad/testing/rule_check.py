@@ -51,8 +51,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from mutagrad.api import withgradient
-from mutagrad.array.value import WrappedArray, WrappedValue
+from mutagrad.zygote import withgradient
+from mutagrad.traced.value import WrappedArray, WrappedValue
 from mutagrad.core.engine import ANS, Rule, VjpRule
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.custom import ClosureRule

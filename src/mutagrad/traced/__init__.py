@@ -21,12 +21,24 @@ derivative: ``x.sort()``, ``x.put()``, ``x.astype()``, ``x.view(dtype)`` and
 ``ufunc.at`` find theirs in :data:`mutagrad.core.registry.FUNCTION_RULES`.
 """
 
-from mutagrad.array import dispatch, indexing, methods, mutation
-from mutagrad.array.value import WrappedArray, WrappedScalar, WrappedValue, traced_handle
+from typing import Any
+
+import numpy as np
+
 from mutagrad.core.engine import register_traced_type
 from mutagrad.core.regions import traced_densify
+from mutagrad.traced import dispatch, indexing, methods, mutation
+from mutagrad.traced.value import (
+    WrappedArray,
+    WrappedScalar,
+    WrappedValue,
+    holds_wrapped,
+    is_active,
+    stack_sequence,
+    traced_handle,
+)
 
-__all__ = ["WrappedArray", "WrappedScalar", "WrappedValue"]
+__all__ = ["WrappedArray", "WrappedScalar", "WrappedValue", "array", "asarray", "is_traced"]
 
 # numpy's protocols and the Python operators: every traced value.
 WrappedValue.__array_ufunc__ = dispatch.array_ufunc  # type: ignore[method-assign]
@@ -45,3 +57,38 @@ WrappedArray.partition = methods.partition  # type: ignore[method-assign]
 WrappedArray.setfield = methods.setfield  # type: ignore[method-assign]
 
 register_traced_type(WrappedValue, dispatch.apply, traced_handle, traced_densify)
+
+
+# -- making traced values ---------------------------------------------------------
+
+
+def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
+    """A WrappedArray holding a copy of ``obj`` (like ``np.array``).
+
+    A (nested) list of traced values is stacked on the tape, so
+    ``mutagrad.array([a, b])`` keeps the gradients of ``a`` and ``b``.
+    """
+    if isinstance(obj, WrappedValue):
+        if not copy and (dtype is None or np.dtype(dtype) == obj.dtype):
+            return obj
+        return obj.copy() if dtype is None else obj.astype(dtype)
+    if holds_wrapped(obj):
+        return stack_sequence(obj, dtype)
+    return WrappedArray(np.array(obj, dtype=dtype, copy=copy))
+
+
+def asarray(obj: Any, dtype: Any = None) -> WrappedArray:
+    """``obj`` as a WrappedArray: ``obj`` itself if it is one, else a copy (as ``jnp.asarray``).
+
+    A raw ndarray is copied rather than shared: the program could write the
+    raw array by name, behind the WrappedArray's version number, and a
+    pullback reading the WrappedArray would then read the new values.
+    """
+    if holds_wrapped(obj):
+        return array(obj, dtype, copy=False)
+    return WrappedArray(np.array(obj, dtype=dtype, copy=True))
+
+
+def is_traced(x: Any) -> bool:
+    """Whether ``x`` carries a gradient in the current gradient call."""
+    return isinstance(x, WrappedValue) and is_active(x)

@@ -3,8 +3,8 @@
 ``x.fill(v)``, ``x.partition(kth)``, ``x.byteswap(inplace=True)``,
 ``x.setfield(...)`` and the ``x.real = ...`` / ``x.imag = ...`` setters are
 writes, so the version counter, the captures and strict mode see them as any
-write. They are bound to the types by :mod:`mutagrad.array`; the methods
-that write nothing are defined with the types (:mod:`mutagrad.array.value`).
+write. They are bound to the types by :mod:`mutagrad.traced`; the methods
+that write nothing are defined with the types (:mod:`mutagrad.traced.value`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array import mutation
-from mutagrad.array.value import (
+from mutagrad.diagnostics.messages import refused
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced import mutation
+from mutagrad.traced.value import (
     WrappedArray,
     WrappedValue,
     any_active,
@@ -22,8 +24,6 @@ from mutagrad.array.value import (
     unwrap,
     wrap_constant,
 )
-from mutagrad.diagnostics.messages import refused
-from mutagrad.errors import NotDifferentiableError
 
 
 def fill(w: WrappedArray, value: Any) -> None:

@@ -3,7 +3,7 @@
 :func:`array_ufunc` and :func:`array_function` are the types'
 ``__array_ufunc__`` and ``__array_function__`` (numpy's NEP 13 and NEP 18
 hooks), and :func:`operator_methods` their ``__add__``, ``__mul__``...; the
-room's door, :mod:`mutagrad.array`, binds them. A call goes to
+room's door, :mod:`mutagrad.traced`, binds them. A call goes to
 
 * a ufunc with one or two operands and no keywords (every operator, and
   ``np.tanh(x)``): :func:`binary` and :func:`unary`, the fast path, which
@@ -34,21 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array import mutation
-from mutagrad.array.value import (
-    WrappedArray,
-    WrappedScalar,
-    WrappedValue,
-    any_active,
-    array_like,
-    check_plain,
-    holds_wrapped,
-    operand,
-    truncates,
-    unwrap,
-    wrap,
-    wrap_constant,
-)
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, Node, VjpRule
 from mutagrad.core.record import owned_value, record, record1, record2, save_output
@@ -76,6 +61,21 @@ from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
     TracerConversionError,
+)
+from mutagrad.traced import mutation
+from mutagrad.traced.value import (
+    WrappedArray,
+    WrappedScalar,
+    WrappedValue,
+    any_active,
+    array_like,
+    check_plain,
+    holds_wrapped,
+    operand,
+    truncates,
+    unwrap,
+    wrap,
+    wrap_constant,
 )
 
 
@@ -421,7 +421,7 @@ def trace_through(func: Any, impl: Any, args: Any, kwargs: dict[str, Any]) -> An
 def operator_methods() -> dict[str, Callable[..., Any]]:
     """The types' Python operators, by name: each a ufunc through :func:`binary`/:func:`unary`.
 
-    ``x += v`` writes into ``x`` (:func:`mutagrad.array.mutation.ufunc_into`); a
+    ``x += v`` writes into ``x`` (:func:`mutagrad.traced.mutation.ufunc_into`); a
     WrappedScalar, immutable like a numpy scalar, rebinds instead.
     """
     methods: dict[str, Callable[..., Any]] = {}

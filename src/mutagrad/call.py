@@ -1,45 +1,36 @@
-"""The differentiation API: ``gradient``, ``withgradient``, ``pullback``, ``mode``.
+"""One gradient call: the machinery every entry point builds on.
 
-Each call wraps the array arguments in WrappedArrays with fresh input nodes,
-runs ``f`` with a :class:`~mutagrad.core.engine.Trace` active, and sweeps the
-tape backwards. The caller's arrays are never written: an argument ``f``
-mutates is copied on its first write, and the caller's array is read-only
-while the call runs so that a closure cannot change it behind the tape.
+A :class:`GradientCall` wraps the array arguments in WrappedArrays with fresh
+input nodes, runs ``f`` with a :class:`~mutagrad.core.engine.Trace` active,
+and sweeps the tape backwards. The caller's arrays are never written: an
+argument ``f`` mutates is copied on its first write, and the caller's array
+is read-only while the call runs (:class:`Frozen`) so that a closure cannot
+change it behind the tape; one written through a view made before the call
+is caught by its fingerprint.
 
 With implicit parameters (``gradient(lambda: loss(), ps)``, ``ps`` a
 :class:`~mutagrad.params.Params`) nothing is wrapped: each parameter, a
 WrappedArray the closure uses directly, gets a fresh input node on the call's
 tape for the duration of the call, and the result is a
 :class:`~mutagrad.params.Grads`.
+
+The faces built on it: Zygote's names (:mod:`mutagrad.zygote`), the
+JAX-style transforms (:mod:`mutagrad.transforms`), the Jacobians
+(:mod:`mutagrad.jacobians`), ``checkpointed``, ``hook`` and ``explain``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import threading
 import types
-import weakref
 from collections import namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from mutagrad.array.mutation import overlaps
-from mutagrad.array.value import (
-    BORROWED,
-    SHARED_INPUT,
-    WrappedArray,
-    WrappedValue,
-    check_thread,
-    holds_wrapped,
-    is_active,
-    node_of,
-    stack_sequence,
-    wrap,
-)
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
     RUNNING,
@@ -69,7 +60,7 @@ from mutagrad.diagnostics.messages import (
     unbound_method_message,
 )
 from mutagrad.diagnostics.sites import innermost_user_site, raised_by_mutagrad, with_article
-from mutagrad.diagnostics.tracebacks import api_boundary, conversion_hidden_by
+from mutagrad.diagnostics.tracebacks import conversion_hidden_by
 from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
@@ -77,17 +68,16 @@ from mutagrad.errors import (
     forget_conversion_errors,
 )
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
-
-
-@contextlib.contextmanager
-def mode(name: str) -> Iterator[None]:
-    """Use mutation mode ``name`` ("poison", "strict" or "snapshot") inside the block."""
-    token = MODE.set(mode_named(name))
-    try:
-        yield
-    finally:
-        MODE.reset(token)
-
+from mutagrad.traced.mutation import overlaps
+from mutagrad.traced.value import (
+    BORROWED,
+    SHARED_INPUT,
+    WrappedArray,
+    WrappedValue,
+    check_thread,
+    node_of,
+    wrap,
+)
 
 _WithGradientFields = namedtuple("WithGradient", ["val", "grad"])
 
@@ -135,7 +125,7 @@ def passes_through(x: Any) -> bool:
     return isinstance(x, _PASSING_TYPES)
 
 
-def _can_freeze(x: np.ndarray) -> bool:
+def can_freeze(x: np.ndarray) -> bool:
     """Whether making ``x`` and the arrays it views read-only can be undone afterwards.
 
     numpy refuses to make a view writeable again while an array it views is
@@ -167,8 +157,14 @@ def _frozen_by_a_call(a: np.ndarray) -> bool:
 # while its base is frozen waits in _WAITING until the base thaws. One lock orders
 # freezing, thawing and the question which read-only array is whose.
 _ACTIVE: dict[int, Frozen] = {}
+
+
 _WAITING: list[np.ndarray] = []
+
+
 _FREEZING = threading.Lock()
+
+
 _lock, _unlock = _FREEZING.acquire, _FREEZING.release  # (freeze and thaw run on every call)
 
 
@@ -188,7 +184,7 @@ class Frozen:
         self.arrays: list[np.ndarray] = []  # (its owner may append what it froze itself)
 
     def freeze(self, arrays: list[np.ndarray]) -> None:
-        """Make each array and the arrays it views read-only (see :func:`_can_freeze`)."""
+        """Make each array and the arrays it views read-only (see :func:`can_freeze`)."""
         _lock()
         try:
             self.freeze_held(arrays)
@@ -248,7 +244,7 @@ class GradientCall:
     """One differentiation call: wrapped inputs, the trace, and the caller's arrays.
 
     Every entry point builds one: ``gradient`` and ``withgradient`` here, the
-    Jacobians in :mod:`mutagrad.higher`, ``checkpointed`` and ``hook`` in
+    Jacobians in :mod:`mutagrad.jacobians`, ``checkpointed`` and ``hook`` in
     :mod:`mutagrad.checkpoint` and :mod:`mutagrad.hook`, :func:`mutagrad.explain`, and, through
     ``call_with_gradient``, the transforms.
 
@@ -360,7 +356,7 @@ class GradientCall:
                 w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
                 if not flags.writeable and not _frozen_by_a_call(x):
                     w._raw.flags.writeable = False  # numpy would refuse f's writes to it
-                elif x.base is None or _can_freeze(x):
+                elif x.base is None or can_freeze(x):
                     self.to_freeze.append(x)
             self.watched.append((x, fingerprint(x), w))
         elif not _is_differentiable_leaf(x):
@@ -586,12 +582,12 @@ class GradientCall:
     def gradients(self, bk: BackwardPass | None) -> Any:
         """The arguments' gradients in their structure, or Grads for implicit parameters."""
         if self.params is not None:
-            values = [None if bk is None else _input_gradient(w, node, bk)
+            values = [None if bk is None else input_gradient(w, node, bk)
                       for w, node in zip(self.params, self.param_nodes)]  # fmt: skip
             return Grads(self.params, values)
         grads = []
         for leaf, node in zip(self.leaves, self.inputs):
-            grads.append(None if node is None or bk is None else _input_gradient(leaf, node, bk))
+            grads.append(None if node is None or bk is None else input_gradient(leaf, node, bk))
         return tuple(grads) if self.rebuild is FLAT_TUPLE else self.rebuild(grads, gradient=True)
 
     def finish(self) -> None:
@@ -613,7 +609,7 @@ EXACT_LIMIT = 1 << 18
 
 def _borrowable(x: np.ndarray) -> bool:
     """An array whose memory can be shared for the call (and made read-only meanwhile)."""
-    return x.flags.writeable and _can_freeze(x)
+    return x.flags.writeable and can_freeze(x)
 
 
 def fingerprint(a: np.ndarray) -> Any:
@@ -638,6 +634,8 @@ def fingerprint(a: np.ndarray) -> Any:
 
 
 _ROW = 1024
+
+
 _WEIGHTS: dict[tuple[int, int], np.ndarray] = {}
 
 
@@ -654,7 +652,7 @@ def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> 
     Each input is differentiated as an array of its own; in numpy a write
     through one of them would show through the other. Reads agree either
     way, so only a write to such an input is refused (by
-    :func:`mutagrad.array.mutation.prepare_write`). Distinct arrays that own
+    :func:`mutagrad.traced.mutation.prepare_write`). Distinct arrays that own
     their memory cannot share it: the common case costs one pass, and the
     exact test runs only within groups of arrays over one buffer.
     """
@@ -686,7 +684,7 @@ def _owner(a: np.ndarray) -> Any:
         owner = base
 
 
-def _input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
+def input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
     cot = bk.cots.get(node)
     if type(cot) is np.ndarray and cot.dtype is node.dtype and cot.shape:
         # The common case: a dense cotangent of an array argument. One the
@@ -721,7 +719,7 @@ def _data_of(w: WrappedValue) -> Any:
     return w._raw
 
 
-def _unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -> Any:
+def unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -> Any:
     """``value`` with each traced leaf replaced by ``data(leaf)``, its structure kept."""
     if isinstance(value, WrappedValue):
         return data(value)
@@ -731,12 +729,12 @@ def _unwrap_output(value: Any, data: Callable[[WrappedValue], Any] = _data_of) -
     return rebuild([data(leaf) if isinstance(leaf, WrappedValue) else leaf for leaf in leaves])
 
 
-def _first(out: Any) -> Any:
+def first_output(out: Any) -> Any:
     # (WrappedValue first: isinstance(out, tuple) would ask a traced value its __class__)
     return out[0] if not isinstance(out, WrappedValue) and isinstance(out, tuple) else out
 
 
-def _seed(node: Node) -> Any:
+def scalar_seed(node: Node) -> Any:
     """The cotangent 1 of a scalar output (of one element, shaped as the output)."""
     one = cotangent_dtype(node.dtype).type(1.0)
     return one if node.shape == () else np.full(node.shape, one)
@@ -765,21 +763,6 @@ def implicit_parameters(f: Callable[..., Any], args: tuple[Any, ...], what: str)
     return args[0]
 
 
-@api_boundary
-def withgradient(
-    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
-) -> WithGradient:
-    """Return ``(val, grad)``: ``f(*args, **kwargs)`` and its gradient for each argument.
-
-    If ``f`` returns a tuple, its first element is differentiated and ``val``
-    is the whole tuple (the rest is auxiliary output), as in Zygote. Keyword
-    arguments are passed to ``f`` and not differentiated.
-    ``withgradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params`,
-    returns the gradient as :class:`Grads`.
-    """
-    return call_with_gradient(f, args, kwargs, mode, "withgradient")
-
-
 @collector_paused
 def call_with_gradient(
     f: Callable[..., Any],
@@ -795,150 +778,26 @@ def call_with_gradient(
         out = call.run(f, kwargs)
         if not isinstance(out, WrappedValue):  # else output_node checks it
             check_not_open_buffer(out, "f")
-        node = call.output_node(_first(out), caller)
-        grads = call.gradients(call.sweep(node, _seed(node) if node is not None else None))
+        node = call.output_node(first_output(out), caller)
+        grads = call.gradients(call.sweep(node, scalar_seed(node) if node is not None else None))
         bytes_copied = call.tape.bytes_copied
         bytes_guarded = call.tape.guard_bytes
     finally:
         call.finish()
-    result = WithGradient(_nested_output(out, call), grads)
+    result = WithGradient(nested_output(out, call), grads)
     result.bytes_copied = bytes_copied
     result.bytes_guarded = bytes_guarded
     return result
 
 
-def _nested_output(
+def nested_output(
     out: Any, call: GradientCall, data: Callable[[WrappedValue], Any] = _data_of
 ) -> Any:
     """``out`` for the caller: traced inside an enclosing gradient call, else ``data`` of it.
 
     Inside, the enclosing call differentiates what the caller does with it.
     """
-    return out if call.parent is not None else _unwrap_output(out, data)
-
-
-@api_boundary
-def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any) -> Any:
-    """The gradient of scalar-valued ``f`` with respect to each argument (Zygote's convention).
-
-    Returns a tuple with one entry per argument, even for one argument
-    (``gradient(f, x)[0]``): an array for array arguments, a float for Python
-    numbers, ``None`` where no gradient flows (strings, ints used as axes or
-    sizes, unused arguments). Keyword arguments are passed to ``f`` and not
-    differentiated. ``mode`` selects how in-place writes are handled:
-    "poison" (default), "strict" (Zygote's rule) or "snapshot".
-    :func:`mutagrad.grad` is the same derivative in JAX's convention.
-
-    ``gradient(lambda: loss(), ps)``, with ``ps`` a :class:`Params` of
-    WrappedArrays that ``loss`` uses, returns :class:`Grads`: ``gs[W]``.
-    """
-    grad = call_with_gradient(f, args, kwargs, mode, "gradient").grad
-    return grad if isinstance(grad, Grads) else tuple(grad)
-
-
-class Pullback:
-    """``back(dy)``: the vector-Jacobian product of a recorded call; callable many times."""
-
-    def __init__(self, call: GradientCall, out: Any):
-        self._call = call
-        self._out = out
-        if call.parent is None:  # a nested call's tape is the enclosing call's
-            self._finalizer = weakref.finalize(self, call.tape.release)
-
-    @api_boundary
-    @collector_paused
-    def __call__(self, dy: Any) -> Any:
-        call = self._call
-        outs, _ = flatten(self._out)
-        seeds_in, _ = flatten(dy)
-        if len(outs) != len(seeds_in):
-            raise MutagradError(
-                f"back expects {len(outs)} cotangent(s), one for each array or number f "
-                f"returned, but got {len(seeds_in)}.\n"
-                "Fix: pass dy with the structure of f's output (None for a part that gets none)."
-            )
-        if call.parent is not None:
-            _check_enclosing_call_open(call.parent)
-        seeds = []
-        token = STATE.set(call.trace)
-        try:
-            for y, dy_leaf in zip(outs, seeds_in):
-                if dy_leaf is not None and np.shape(dy_leaf) != np.shape(y):
-                    raise MutagradError(
-                        f"back(dy) needs dy shaped like the output of f, {np.shape(y)}, but "
-                        f"got shape {np.shape(dy_leaf)}.\n"
-                        "Fix: pass a cotangent of the output's shape, e.g. np.ones_like(y)."
-                    )
-                node = node_of(y, call.tape) if isinstance(y, WrappedValue) else None
-                if node is not None and dy_leaf is not None:
-                    seeds.append((node, _seed_of(dy_leaf, node)))
-        finally:
-            STATE.reset(token)
-        bk = None
-        if seeds:
-            stop = call.stop_nodes()
-            # Inside the enclosing call the sweep is recorded at the current level,
-            # which differentiates it (dy and the captures may both be traced).
-            recording = call.parent is not None
-            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording)
-        grads = call.gradients(bk)
-        return grads if isinstance(grads, Grads) else tuple(grads)
-
-
-def _seed_of(dy: Any, node: Node) -> Any:
-    """``dy`` as the cotangent of ``node``: cast to its cotangent dtype, still traced if it was."""
-    dtype = cotangent_dtype(node.dtype)
-    if isinstance(dy, WrappedValue):
-        return dy if dy.dtype == dtype else dy.astype(dtype)
-    return np.asarray(dy, dtype=dtype)
-
-
-def _check_enclosing_call_open(parent: Trace) -> None:
-    """Refuse a nested pullback's ``back`` once the gradient call around ``pullback`` returned.
-
-    Its tape belongs to that call, and a sweep recorded at any other level would
-    not be differentiated by it.
-    """
-    level = STATE.get()
-    while level is not None and level is not parent:
-        level = level.parent
-    if level is None:
-        raise MutagradError(
-            "back was called after the gradient call in which pullback (or vjp) ran had "
-            "returned; its recorded operations belong to that call.\n"
-            "Fix: call back inside that same call, or call pullback outside every gradient "
-            "call."
-        )
-
-
-@api_boundary
-@collector_paused
-def pullback(
-    f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
-) -> tuple[Any, Pullback]:
-    """Return ``(y, back)``: ``y = f(*args, **kwargs)`` and ``back(dy)``, its pullback (VJP).
-
-    Keyword arguments are passed to ``f`` and not differentiated.
-
-    Array arguments are copied once, so ``back`` stays valid however the
-    caller's arrays change afterwards; writes to WrappedArrays that ``y``'s
-    pullback still reads poison it (``back`` then raises).
-    ``pullback(lambda: loss(), ps)`` with ``ps`` a :class:`Params`: ``back``
-    returns :class:`Grads`. Parameters are not copied: writing one that the
-    pullback reads poisons it, as for any WrappedArray.
-    """
-    params = implicit_parameters(f, args, "pullback")
-    call = GradientCall(args if params is None else (), mode, params=params, borrow=False)
-    try:
-        out = call.run(f, kwargs)
-        check_not_open_buffer(out, "f")
-    except BaseException:
-        call.finish()
-        raise
-    call.release_parameter_claims()
-    call.thaw()  # the arguments were copied: the caller's arrays are theirs again
-    # Nested, back(dy) is recorded too: the enclosing call differentiates the pullback.
-    return _nested_output(out, call, owned_data), Pullback(call, out)
+    return out if call.parent is not None else unwrap_output(out, data)
 
 
 def owned_data(w: WrappedValue) -> Any:
@@ -953,65 +812,3 @@ def owned_data(w: WrappedValue) -> Any:
         if base._captures:
             return value.copy()
     return value
-
-
-def array(obj: Any, dtype: Any = None, *, copy: bool = True) -> WrappedArray:
-    """A WrappedArray holding a copy of ``obj`` (like ``np.array``).
-
-    A (nested) list of traced values is stacked on the tape, so
-    ``mutagrad.array([a, b])`` keeps the gradients of ``a`` and ``b``.
-    """
-    if isinstance(obj, WrappedValue):
-        if not copy and (dtype is None or np.dtype(dtype) == obj.dtype):
-            return obj
-        return obj.copy() if dtype is None else obj.astype(dtype)
-    if holds_wrapped(obj):
-        return stack_sequence(obj, dtype)
-    return WrappedArray(np.array(obj, dtype=dtype, copy=copy))
-
-
-def asarray(obj: Any, dtype: Any = None) -> WrappedArray:
-    """``obj`` as a WrappedArray: ``obj`` itself if it is one, else a copy (as ``jnp.asarray``).
-
-    A raw ndarray is copied rather than shared: the program could write the
-    raw array by name, behind the WrappedArray's version number, and a
-    pullback reading the WrappedArray would then read the new values.
-    """
-    if holds_wrapped(obj):
-        return array(obj, dtype, copy=False)
-    return WrappedArray(np.array(obj, dtype=dtype, copy=True))
-
-
-def ignore_derivatives(x: Any) -> Any:
-    """A value, or the result of calling ``x()``, through which no gradient flows.
-
-    ``ignore_derivatives(x)`` is a view of ``x`` that reads as a constant.
-    ``ignore_derivatives(fn)`` calls ``fn()`` and returns its result as
-    constants; writes ``fn`` makes to traced arrays are still recorded, so
-    their effect on other values keeps its gradient.
-    """
-    if callable(x) and not isinstance(x, WrappedValue):
-        return _detach_tree(x())
-    return _detach_tree(x)
-
-
-def _detach_tree(value: Any) -> Any:
-    from mutagrad.array.value import DETACHED, make_view
-
-    if isinstance(value, WrappedValue):
-        data = value._raw
-        if not isinstance(data, np.ndarray):
-            return wrap(data)
-        detached = make_view(value, data.view())
-        detached._flags |= DETACHED
-        return detached
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_detach_tree(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _detach_tree(v) for k, v in value.items()}
-    return value
-
-
-def is_traced(x: Any) -> bool:
-    """Whether ``x`` carries a gradient in the current gradient call."""
-    return isinstance(x, WrappedValue) and is_active(x)

@@ -18,7 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array.value import (
+from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
+from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
+from mutagrad.core.tangents import BASIC, FANCY
+from mutagrad.diagnostics.sites import user_site_from
+from mutagrad.traced.value import (
     WrappedArray,
     WrappedValue,
     check_thread,
@@ -26,10 +30,6 @@ from mutagrad.array.value import (
     node_of,
     wrap,
 )
-from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
-from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
-from mutagrad.core.tangents import BASIC, FANCY
-from mutagrad.diagnostics.sites import user_site_from
 
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:

@@ -10,10 +10,10 @@ module above: attributes, conversions, Python's questions (``isinstance``,
 ``hash``, ``round``, ``pickle``), the methods that hand the array to the numpy
 function of the same name, views, and the helpers every array module uses
 (:func:`wrap`, :func:`operand`, :func:`node_of`). The methods that index,
-write or dispatch are defined in :mod:`~mutagrad.array.indexing`,
-:mod:`~mutagrad.array.mutation`, :mod:`~mutagrad.array.dispatch` and
-:mod:`~mutagrad.array.methods`, and bound to the types by the room's door,
-:mod:`mutagrad.array`. The ndarray methods whose numpy facts are rules
+write or dispatch are defined in :mod:`~mutagrad.traced.indexing`,
+:mod:`~mutagrad.traced.mutation`, :mod:`~mutagrad.traced.dispatch` and
+:mod:`~mutagrad.traced.methods`, and bound to the types by the room's door,
+:mod:`mutagrad.traced`. The ndarray methods whose numpy facts are rules
 (``x.sort()``, ``x.put()``, ``x.astype()``, ``x.view(dtype)``) are looked up in
 :data:`~mutagrad.core.registry.FUNCTION_RULES` by numpy's own method.
 
@@ -205,7 +205,7 @@ class WrappedValue:
     def mT(self) -> WrappedArray:
         return np.swapaxes(self, -1, -2)
 
-    # (x.real = v and x.imag = v write: their setters are bound by mutagrad.array.)
+    # (x.real = v and x.imag = v write: their setters are bound by mutagrad.traced.)
     @property
     def real(self) -> WrappedArray:
         return np.real(self)
@@ -326,10 +326,10 @@ class WrappedValue:
             raise TracerConversionError(pickle_message())
         return (_unpickled, (type(self), self._raw.copy(), self._flags & _PICKLED_FLAGS))
 
-    # -- bound by mutagrad.array ------------------------------------------------
+    # -- bound by mutagrad.traced ------------------------------------------------
     #
-    # numpy's protocols and the Python operators (mutagrad.array.dispatch), the
-    # in-place methods (mutagrad.array.methods): declared here for type checkers.
+    # numpy's protocols and the Python operators (mutagrad.traced.dispatch), the
+    # in-place methods (mutagrad.traced.methods): declared here for type checkers.
 
     if TYPE_CHECKING:
 
@@ -590,7 +590,7 @@ class WrappedArray(WrappedValue):
         for i in range(len(self._raw)):
             yield self[i]
 
-    if TYPE_CHECKING:  # bound by mutagrad.array (indexing, mutation, methods)
+    if TYPE_CHECKING:  # bound by mutagrad.traced (indexing, mutation, methods)
 
         def __getitem__(self, index: Any) -> Any: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
@@ -983,7 +983,7 @@ def make_view(parent: WrappedArray, data: np.ndarray) -> WrappedArray:
     return v
 
 
-def _is_view_of(result: np.ndarray, data: Any) -> bool:
+def is_view_of(result: np.ndarray, data: Any) -> bool:
     return (
         type(data) is np.ndarray and result.base is not None and np.may_share_memory(result, data)
     )
@@ -993,7 +993,7 @@ def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any
     """Wrap a result that carries no gradient; a view of an argument stays a view of it."""
     if type(result) is np.ndarray:
         for a, r in zip(args, raw):
-            if isinstance(a, WrappedValue) and _is_view_of(result, r):
+            if isinstance(a, WrappedValue) and is_view_of(result, r):
                 return make_view(a, result)
         return WrappedArray(result)
     if isinstance(result, np.generic):

@@ -26,29 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.array import indexing
-from mutagrad.array.value import (
-    BORROWED,
-    BUFFER,
-    DETACHED,
-    FROZEN,
-    READONLY,
-    SHARED_INPUT,
-    THAWED,
-    WrappedArray,
-    WrappedValue,
-    any_active,
-    array_like,
-    check_thread,
-    holds_wrapped,
-    is_active,
-    node_of,
-    operand,
-    runs_elsewhere,
-    stack_sequence,
-    truncates,
-    unwrap,
-)
 from mutagrad.core.engine import (
     EXPORTED,
     RUNNING,
@@ -72,6 +49,29 @@ from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
     TracerConversionError,
+)
+from mutagrad.traced import indexing
+from mutagrad.traced.value import (
+    BORROWED,
+    BUFFER,
+    DETACHED,
+    FROZEN,
+    READONLY,
+    SHARED_INPUT,
+    THAWED,
+    WrappedArray,
+    WrappedValue,
+    any_active,
+    array_like,
+    check_thread,
+    holds_wrapped,
+    is_active,
+    node_of,
+    operand,
+    runs_elsewhere,
+    stack_sequence,
+    truncates,
+    unwrap,
 )
 
 # --------------------------------------------------------------------------

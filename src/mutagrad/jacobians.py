@@ -1,13 +1,15 @@
-"""Jacobians and second derivatives: ``jacobian``, ``withjacobian``, ``hessian``, ``diaghessian``.
+"""The Jacobian machinery, and Zygote's ``withjacobian``, ``hessian_reverse``, ``diaghessian``.
 
-``jacobian`` runs ``f`` once, on one tape, and sweeps that tape backwards once
-per element of the output, seeding a one-hot cotangent each time (reverse
-mode: cheap when the output is small compared with the inputs). Row ``k`` of
-the Jacobian of an argument ``a`` is the gradient of ``y.flat[k]`` with
-respect to ``a.flat[i]``, in row-major order for both.
+:func:`call_with_jacobian` runs ``f`` once, on one tape, and sweeps that tape
+backwards once per element of the output, seeding a one-hot cotangent each
+time (reverse mode: cheap when the output is small compared with the inputs).
+Row ``k`` of the Jacobian of an argument ``a`` is the gradient of
+``y.flat[k]`` with respect to ``a.flat[i]``, in row-major order for both.
+``jacobian`` and ``hessian`` themselves, with both their forms (Zygote's
+``jacobian(f, x)``, JAX's ``jacobian(f)``), are in :mod:`mutagrad.transforms`.
 
-Second derivatives are reverse over reverse: ``hessian`` is the Jacobian of
-the gradient. The inner ``gradient`` call records its backward sweep on the
+Second derivatives are reverse over reverse: :func:`zygote_hessian` is the
+Jacobian of the gradient. The inner ``gradient`` call records its backward sweep on the
 outer call's tape (pullbacks are traceable numpy), and in-place writes inside
 it follow the same ``mode`` (strict, poison or snapshot) as anywhere else.
 """
@@ -20,17 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.api import (
+from mutagrad.buffer import check_not_open_buffer
+from mutagrad.call import (
     GradientCall,
-    _input_gradient,
-    _nested_output,
-    array,
     call_with_gradient,
     implicit_parameters,
+    input_gradient,
+    nested_output,
     passes_through,
 )
-from mutagrad.array.value import WrappedValue, node_of
-from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
@@ -39,6 +39,8 @@ from mutagrad.diagnostics.sites import with_article
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads
+from mutagrad.traced import array
+from mutagrad.traced.value import WrappedValue, node_of
 
 WithJacobian = namedtuple("WithJacobian", ["val", "grad"])
 WithJacobian.__doc__ = "``(val, grad)``: the value of ``f`` and one Jacobian per argument."
@@ -121,7 +123,7 @@ def _fill_row(row: np.ndarray, node: Node, bk: BackwardPass) -> None:
 
 def _traced_row(target: Any, node: Node, bk: BackwardPass, size: int) -> Any:
     """One row as a (possibly traced) flat array, inside an enclosing gradient call."""
-    grad = _input_gradient(target, node, bk)
+    grad = input_gradient(target, node, bk)
     if grad is None:
         return np.zeros(size)
     return np.reshape(grad, (size,))
@@ -234,34 +236,15 @@ def call_with_jacobian(
     finally:
         call.finish()
     grad: Any = Grads(params, jacobians) if params is not None else tuple(jacobians)
-    return WithJacobian(_nested_output(out, call), grad)
+    return WithJacobian(nested_output(out, call), grad)
 
 
-@api_boundary
-def jacobian(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any) -> Any:
-    """For each argument, the Jacobian of ``f`` (see :func:`withjacobian`); a tuple.
-
-    ``jacobian(lambda: ..., ps)`` with ``ps`` a :class:`Params` returns Grads.
-    """
-    return call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
-
-
-@api_boundary
-def hessian(f: Callable[..., Any], x: Any, *, mode: str | None = None, **kwargs: Any) -> Any:
-    """The Hessian of scalar-valued ``f`` at ``x``: ``H[i, j] = ∂²f / ∂x.flat[i] ∂x.flat[j]``.
-
-    For an array ``x`` (any shape) a square matrix of side ``x.size``; for a
-    number a number. Computed reverse over reverse (mutagrad has no forward
-    mode): the Jacobian of the gradient, one forward pass and one sweep per
-    element of ``x``. ``mode`` applies to both levels. Keyword arguments are
-    passed to ``f`` and not differentiated.
-    """
-    return _zygote_hessian(f, x, mode, kwargs, "hessian")
-
-
-def _zygote_hessian(
+def zygote_hessian(
     f: Callable[..., Any], x: Any, mode: str | None, kwargs: dict[str, Any], caller: str
 ) -> Any:
+    """Zygote's ``hessian(f, x)``: for an array ``x`` (any shape) a square matrix of side
+    ``x.size``, ``H[i, j] = ∂²f / ∂x.flat[i] ∂x.flat[j]``; for a number a number. The
+    Jacobian of the gradient: one forward pass and one sweep per element of ``x``."""
     if _argument_kind(x) == _NONE:
         if not passes_through(x):
             raise NotDifferentiableError(leaf_message(x, f"the argument of {caller}"))
@@ -283,10 +266,10 @@ def hessian_reverse(
 ) -> Any:
     """The Hessian by reverse over reverse: the Jacobian of the gradient.
 
-    Identical to :func:`hessian` here; Zygote's ``hessian`` uses forward mode
+    Identical to ``hessian(f, x)`` here; Zygote's ``hessian`` uses forward mode
     over reverse and ``hessian_reverse`` this, and mutagrad keeps both names.
     """
-    return _zygote_hessian(f, x, mode, kwargs, "hessian_reverse")
+    return zygote_hessian(f, x, mode, kwargs, "hessian_reverse")
 
 
 @api_boundary
@@ -333,4 +316,5 @@ def diaghessian(
     return tuple(result)
 
 
-__all__ = ["WithJacobian", "diaghessian", "hessian", "hessian_reverse", "jacobian", "withjacobian"]
+__all__ = ["WithJacobian", "call_with_jacobian", "diaghessian", "hessian_reverse", "withjacobian",
+           "zygote_hessian"]  # fmt: skip
