@@ -22,8 +22,8 @@ from mutagrad.testing.fuzz import (
     SETUPS,
     STEP_KINDS,
     Blueprint,
-    FuzzProgram,
     Outcome,
+    Program,
     generate,
     judge,
     minimise,
@@ -48,11 +48,11 @@ def test_no_program_gets_a_silently_wrong_gradient_or_a_crash(program):
 # -- the oracle --------------------------------------------------------------
 
 
-def program(source: str, *inputs, sources=None, **fields) -> FuzzProgram:
+def program(source: str, *inputs, sources=None, **fields) -> Program:
     inputs = tuple(np.array(x, dtype=float) for x in inputs)
     if sources is None:
         sources = tuple(range(len(inputs)))
-    return FuzzProgram(source, inputs, sources, **fields)
+    return Program(source, inputs, sources, **fields)
 
 
 SMOOTH = program("def f(x):\n    return np.sum(np.sin(x) * x)", [0.3, -1.2, 2.1])
@@ -269,7 +269,7 @@ def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
     with_gradient_replaced(monkeypatch, fails_on_cos)
     rng = random.Random(0)
 
-    def fails_planted(p: FuzzProgram) -> bool:
+    def fails_planted(p: Program) -> bool:
         verdict = judge(p, modes=("poison",))
         first = verdict.results[0]
         return first.error_type == "RuntimeError" and first.detail.startswith("cos (at ")
@@ -288,7 +288,7 @@ def test_minimise_deletes_the_statements_a_failure_does_not_need(monkeypatch):
 # -- the grammar -------------------------------------------------------------
 
 
-def sample(count: int, seed: int = 0) -> list[FuzzProgram]:
+def sample(count: int, seed: int = 0) -> list[Program]:
     rng = random.Random(seed)
     return [generate(rng) for _ in range(count)]
 

@@ -57,10 +57,10 @@ error`` (the program fails on plain numpy): the values of
 (schema 2 said ``ok`` and ``error``). ``error_message`` is the result's
 ``detail``: the first line of the error, or what is wrong with the program.
 Times are seconds per call, memory and copies in bytes; a number that was
-not measured (a refused call has no timing, a peer no memory or copies, nothing is timed with
-``"timing": false``) is ``null``. ``generated`` programs (category
-``generated``) carry their source in ``code`` (empty for corpus programs) and
-their draw in ``source``; ``hypothesis`` joins the environment with them.
+not measured (a refused call has no timing, a peer no memory or copies,
+nothing is timed with ``"timing": false``) is ``null``. ``generated``
+programs (category ``generated``) carry their source in ``code`` (empty for
+corpus programs) and their draw in ``source``.
 ``jobs`` is the number of worker processes (1: the report's own process),
 ``scheduler`` the dask scheduler's address or ``null``. Infinite differences
 are written as the string ``"inf"`` so that the file stays strict JSON.

@@ -102,13 +102,7 @@ from mutagrad.core import modes
 from mutagrad.core.modes import UNCHECKED
 from mutagrad.report.corpus import DEFAULT_ATOL, DEFAULT_RTOL, Program, load_corpus
 from mutagrad.report.environment import environment
-from mutagrad.report.generated import (
-    DEFAULT_SEED,
-    Draw,
-    as_program,
-    draw,
-    hypothesis_version,
-)
+from mutagrad.report.generated import DEFAULT_SEED, Draw, as_program, draw
 from mutagrad.report.parallel import task_map
 from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
 from mutagrad.report.progress import Progress
@@ -177,7 +171,8 @@ class Settings:
     timing: bool = True
     """Whether the calls are timed and their memory measured (``--no-timing``: neither)."""
     generated: int = 0
-    """Programs drawn from :func:`mutagrad.testing.strategies.programs` besides the corpus."""
+    """Programs drawn by the fuzzer's generator (:mod:`mutagrad.report.generated`) besides the
+    corpus."""
     seed: int = DEFAULT_SEED
     """Seed of the generated programs and of the differential fuzzer's."""
     jobs: int = 1
@@ -976,9 +971,9 @@ def run_report(
     """Run every program in every mode and on every peer of ``engines``; show progress.
 
     ``engines`` is mutagrad followed by peer names (:data:`mutagrad.report.peers.PEERS`);
-    it defaults to mutagrad alone. ``generated`` programs drawn from
-    :func:`mutagrad.testing.strategies.programs` with ``seed``
-    (:mod:`mutagrad.report.generated`) follow ``programs``; ``seed`` also
+    it defaults to mutagrad alone. ``generated`` programs drawn by the
+    fuzzer's generator with ``seed`` (:mod:`mutagrad.report.generated`)
+    follow ``programs``; ``seed`` also
     seeds the differential fuzzer's ``fuzz_programs``. ``timing=False``
     measures neither time nor memory. The programs run in this process
     (``jobs`` 1), in ``jobs`` worker processes, or on the dask.distributed
@@ -1014,8 +1009,6 @@ def run_report(
     )
     started = datetime.datetime.now(datetime.UTC)
     machine = environment(settings.peers)  # before the run: the load average says how busy
-    if settings.generated:
-        machine["hypothesis"] = hypothesis_version()
     clock = time.perf_counter()
     results: list[ProgramResult] = []
     with task_map(workers, scheduler) as mapper:
@@ -1026,8 +1019,8 @@ def run_report(
         fuzzing = mapper(run_fuzz, [(fuzz_programs, seed)]) if fuzz_programs > 0 else None
         drawn: dict[str, Draw] = {}
         if settings.generated:
-            _say(progress, f"drawing {settings.generated} programs from "
-                 f"mutagrad.testing.strategies.programs() (seed {seed})")  # fmt: skip
+            _say(progress, f"drawing {settings.generated} programs with the fuzzer's "
+                 f"generator (seed {seed})")  # fmt: skip
             draws = mapper(draw, [(seed, k) for k in range(settings.generated)])
             drawn = {d.name: d for d in draws}
         everything = (*programs, *(as_program(d) for d in drawn.values()))

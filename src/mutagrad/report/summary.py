@@ -157,7 +157,7 @@ class Summary:
     """The machine's load average over the minute before the run."""
     cpu_count: int | None = None
     generated: int = 0
-    """Of the programs, those drawn from :func:`mutagrad.testing.strategies.programs`."""
+    """Of the programs, those drawn by the fuzzer's generator (:mod:`mutagrad.report.generated`)."""
     seed: int = 0
     """The seed they were drawn with."""
 
@@ -560,8 +560,8 @@ def _generated_sentence(summary: Summary) -> Sentence | None:
     if not summary.generated:
         return None
     return Sentence(
-        f"{summary.generated} of them are random mutating programs drawn from "
-        f"mutagrad.testing.strategies.programs() with seed {summary.seed} (their source "
+        f"{summary.generated} of them are random mutating programs drawn by the "
+        f"differential fuzzer's generator with seed {summary.seed} (their source "
         "is under Generated programs)."
     )
 

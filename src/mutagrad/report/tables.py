@@ -49,10 +49,9 @@ def generated_text(report: Report) -> str:
     settings = report.settings
     if not settings.generated:
         return "none"
-    version = report.environment.get("hypothesis")
     return (
-        f"{settings.generated}, drawn from mutagrad.testing.strategies.programs() with seed "
-        f"{settings.seed}" + (f" (hypothesis {version})" if version else "")
+        f"{settings.generated}, drawn by the differential fuzzer's generator with seed "
+        f"{settings.seed} (mutagrad {report.environment.get('mutagrad', '?')})"
     )
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.traced.value import WrappedValue
 from mutagrad.core.memory import copy_keeping_layout
+from mutagrad.traced.value import WrappedValue
 
 __all__ = ["directional_derivative", "numerical_gradient"]
 

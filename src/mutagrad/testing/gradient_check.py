@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.zygote import withgradient
 from mutagrad.testing.finite_differences import (
     directional_derivative,
     fresh_copies,
@@ -26,6 +25,7 @@ from mutagrad.testing.finite_differences import (
     is_numeric,
     numerical_gradient,
 )
+from mutagrad.zygote import withgradient
 
 __all__ = ["ELEMENTWISE_LIMIT", "DifferenceReference", "check_gradient"]
 

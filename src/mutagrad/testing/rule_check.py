@@ -51,8 +51,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from mutagrad.zygote import withgradient
-from mutagrad.traced.value import WrappedArray, WrappedValue
 from mutagrad.core.engine import ANS, Rule, VjpRule
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULES
 from mutagrad.custom import ClosureRule
@@ -69,6 +67,8 @@ from mutagrad.testing.gradient_check import (
     DifferenceReference,
     argument_label,
 )
+from mutagrad.traced.value import WrappedArray, WrappedValue
+from mutagrad.zygote import withgradient
 
 __all__ = ["RegisteredRule", "RuleCheck", "check_rule", "find_rule"]
 

@@ -6,7 +6,7 @@ a silently wrong number:
 
 * :func:`generate` draws a :class:`Blueprint` (a few lists of integers) from a
   ``random.Random``, and :func:`render` turns any blueprint into a
-  :class:`FuzzProgram`: Python source for ``f(x)`` or ``f(x, y)`` over float64
+  :class:`Program`: Python source for ``f(x)`` or ``f(x, y)`` over float64
   arrays, returning a float, plus the input arrays. The grammar covers reads,
   reductions with ``where=``/``initial=``, views (steps, negative steps, ``.T``,
   reshape, diagonal), layouts (``order='F'`` copies, ``np.asfortranarray``,
@@ -51,7 +51,7 @@ The package's modules, in the order a program passes through them:
   statement kinds (:mod:`.grammar.reads`, :mod:`.grammar.writes`,
   :mod:`.grammar.python_questions`) and the program being written
   (:mod:`.grammar.renderer`);
-* :mod:`.program` – :class:`FuzzProgram`, the rendered program;
+* :mod:`.program` – :class:`Program`, the rendered program;
 * :mod:`.oracle` – :func:`judge` and its vocabulary;
 * :mod:`.minimise` – :func:`minimise`;
 * :mod:`.cli` – the command line and :func:`fuzz_figures` for the report.
@@ -63,12 +63,14 @@ from mutagrad.testing.fuzz.blueprint import (
     CHOICE_RANGE,
     CHOICES_PER_STEP,
     ENDING_COUNT,
+    FUZZ_GRAMMAR,
     SETUPS,
     SHAPES,
     STEP_KINDS,
     VALUE_COUNT,
     VALUE_GRID,
     Blueprint,
+    Grammar,
     draw_blueprint,
 )
 from mutagrad.testing.fuzz.cli import (
@@ -81,14 +83,15 @@ from mutagrad.testing.fuzz.cli import (
 )
 from mutagrad.testing.fuzz.grammar import generate, render
 from mutagrad.testing.fuzz.minimise import minimise
-from mutagrad.testing.fuzz.oracle import MODES, Verdict, judge
-from mutagrad.testing.fuzz.program import FuzzProgram
+from mutagrad.testing.fuzz.oracle import MODES, Verdict, discard_reason, judge
+from mutagrad.testing.fuzz.program import Program
 from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = [
     "CHOICES_PER_STEP",
     "CHOICE_RANGE",
     "ENDING_COUNT",
+    "FUZZ_GRAMMAR",
     "MODES",
     "SETUPS",
     "SHAPES",
@@ -97,10 +100,12 @@ __all__ = [
     "VALUE_GRID",
     "Blueprint",
     "FuzzFigures",
-    "FuzzProgram",
+    "Grammar",
     "ModeResult",
     "Outcome",
+    "Program",
     "Verdict",
+    "discard_reason",
     "draw_blueprint",
     "finding_report",
     "fuzz_figures",

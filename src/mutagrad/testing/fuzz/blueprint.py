@@ -24,14 +24,19 @@ __all__ = [
     "CHOICES_PER_STEP",
     "CHOICE_RANGE",
     "ENDING_COUNT",
+    "FUZZ_GRAMMAR",
     "JITTER",
     "KIND_WEIGHTS",
+    "PYTHON_WEIGHTS",
+    "READ_WEIGHTS",
     "SETUPS",
     "SHAPES",
     "STEP_KINDS",
     "VALUE_COUNT",
     "VALUE_GRID",
+    "WRITE_WEIGHTS",
     "Blueprint",
+    "Grammar",
     "draw_blueprint",
 ]
 
@@ -73,8 +78,7 @@ SETUPS: tuple[str, ...] = (
     "masked argument",
 )
 
-KIND_WEIGHTS: dict[str, int] = {
-    # reads
+READ_WEIGHTS: dict[str, int] = {
     "unary": 6,
     "binary": 5,
     "reduce": 5,
@@ -97,7 +101,8 @@ KIND_WEIGHTS: dict[str, int] = {
     "new index": 2,
     "new constant": 2,
     "use constant": 2,
-    # writes
+}
+WRITE_WEIGHTS: dict[str, int] = {
     "setitem": 6,
     "augmented": 4,
     "mask write": 3,
@@ -124,14 +129,54 @@ KIND_WEIGHTS: dict[str, int] = {
     "flat": 1,
     "out reduction": 2,
     "library out": 2,
-    # what a program asks Python rather than numpy
+}
+#: What a program asks Python rather than numpy.
+PYTHON_WEIGHTS: dict[str, int] = {
     "type branch": 3,
     "normalising helper": 2,
     "builtin on element": 2,
     "thread": 1,
 }
+#: Every statement kind (grammar/reads.py, writes.py and python_questions.py) and its weight.
+KIND_WEIGHTS: dict[str, int] = {**READ_WEIGHTS, **WRITE_WEIGHTS, **PYTHON_WEIGHTS}
 #: Statement kinds, each repeated by its weight; a step's first integer indexes this.
 STEP_KINDS: tuple[str, ...] = tuple(k for k, w in KIND_WEIGHTS.items() for _ in range(w))
+
+
+@attrs.frozen
+class Grammar:
+    """What a blueprint's integers select from: setups, shapes, statement kinds, the inputs' dtype.
+
+    The fuzzer's grammar (:data:`FUZZ_GRAMMAR`) is the tables above. A
+    narrower one serves other uses: :func:`mutagrad.testing.strategies.programs`
+    draws from setups and statements that mutagrad always differentiates or
+    refuses in a known way, at the user's shapes and dtype; the report's
+    generated programs from plain numpy statements only. ``setups`` and
+    ``kinds`` are weighted lists (a name repeated by its weight), ``dtype``
+    the inputs' dtype code (``"f8"`` or ``"f4"``), ``values`` how many grid
+    values a blueprint draws (enough for every input of the largest shape),
+    and ``float_result`` leaves out the two endings that return a bool or an
+    int.
+    """
+
+    setups: tuple[str, ...] = SETUPS
+    shapes: tuple[tuple[int, ...], ...] = SHAPES
+    kinds: tuple[str, ...] = STEP_KINDS
+    dtype: str = "f8"
+    values: int = VALUE_COUNT
+    float_result: bool = False
+
+    def setup_of(self, blueprint: Blueprint) -> str:
+        return self.setups[blueprint.setup % len(self.setups)]
+
+    def shape_of(self, blueprint: Blueprint) -> tuple[int, ...]:
+        return self.shapes[blueprint.shape % len(self.shapes)]
+
+    def kind_of(self, step: tuple[int, ...]) -> str:
+        return self.kinds[step[0] % len(self.kinds)]
+
+
+FUZZ_GRAMMAR = Grammar()
 
 
 @attrs.frozen
@@ -153,17 +198,19 @@ class Blueprint:
         return attrs.evolve(self, steps=self.steps[:k] + self.steps[k + 1 :])
 
 
-def draw_blueprint(rng: random.Random, max_statements: int = 10) -> Blueprint:
-    """A random blueprint of 1 to ``max_statements`` statements, drawn from ``rng``."""
+def draw_blueprint(
+    rng: random.Random, max_statements: int = 10, grammar: Grammar = FUZZ_GRAMMAR
+) -> Blueprint:
+    """A blueprint of 1 to ``max_statements`` statements of ``grammar``, drawn from ``rng``."""
 
     def step() -> tuple[int, ...]:
-        kind = rng.randrange(len(STEP_KINDS))
+        kind = rng.randrange(len(grammar.kinds))
         return (kind, *(rng.randrange(CHOICE_RANGE) for _ in range(CHOICES_PER_STEP)))
 
     return Blueprint(
-        setup=rng.randrange(len(SETUPS)),
-        shape=rng.randrange(len(SHAPES)),
+        setup=rng.randrange(len(grammar.setups)),
+        shape=rng.randrange(len(grammar.shapes)),
         steps=tuple(step() for _ in range(rng.randint(1, max_statements))),
         ending=rng.randrange(ENDING_COUNT),
-        values=tuple(rng.randrange(len(VALUE_GRID)) for _ in range(VALUE_COUNT)),
+        values=tuple(rng.randrange(len(VALUE_GRID)) for _ in range(grammar.values)),
     )

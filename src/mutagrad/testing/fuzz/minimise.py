@@ -12,7 +12,7 @@ import attrs
 
 from mutagrad.testing.fuzz.grammar import render
 from mutagrad.testing.fuzz.oracle import judge
-from mutagrad.testing.fuzz.program import FuzzProgram
+from mutagrad.testing.fuzz.program import Program
 from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = ["minimise"]
@@ -26,7 +26,7 @@ def _failure_kind(result: ModeResult) -> tuple[Outcome, str]:
     return result.outcome, result.detail.split(" ")[0]
 
 
-def minimise(program: FuzzProgram, mode: str, seconds: float = 10.0) -> FuzzProgram:
+def minimise(program: Program, mode: str, seconds: float = 10.0) -> Program:
     """A program with fewer statements that fails in ``mode`` the way ``program`` does.
 
     Statements are deleted one at a time, and the setup, shape and ending
@@ -37,7 +37,7 @@ def minimise(program: FuzzProgram, mode: str, seconds: float = 10.0) -> FuzzProg
     if program.blueprint is None:
         return program
 
-    def failure(candidate: FuzzProgram) -> tuple[Outcome, str] | None:
+    def failure(candidate: Program) -> tuple[Outcome, str] | None:
         verdict = judge(candidate, (mode,), seconds)
         return _failure_kind(verdict.results[0]) if verdict.findings else None
 

@@ -28,11 +28,11 @@ import numpy as np
 import mutagrad
 from mutagrad.core import modes
 from mutagrad.testing.finite_differences import numerical_gradient
-from mutagrad.testing.fuzz.program import PROGRAM_FILENAME, FuzzProgram
+from mutagrad.testing.fuzz.program import PROGRAM_FILENAME, Program
 from mutagrad.testing.limits import ProgramTimeout, isolated, time_limit
 from mutagrad.testing.verdicts import ModeResult, Outcome
 
-__all__ = ["MODES", "ModeResult", "Outcome", "Verdict", "judge"]
+__all__ = ["MODES", "ModeResult", "Outcome", "Verdict", "discard_reason", "judge"]
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 
@@ -48,7 +48,7 @@ class Verdict:
     then empty.
     """
 
-    program: FuzzProgram
+    program: Program
     results: tuple[ModeResult, ...] = ()
     discarded: str | None = None
 
@@ -134,7 +134,7 @@ def _as_float(value: Any) -> float:
     return float(np.asarray(value))
 
 
-def _plain_value(program: FuzzProgram, inputs: Sequence[np.ndarray]) -> float:
+def _plain_value(program: Program, inputs: Sequence[np.ndarray]) -> float:
     f, args = program.build(list(inputs))
     return _as_float(f(*args))
 
@@ -150,7 +150,7 @@ def _copy(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
-def _reference(program: FuzzProgram) -> _Reference | str:
+def _reference(program: Program) -> _Reference | str:
     """numpy's value and two finite-difference gradients, or why the program is discarded."""
     tolerance = _FLOAT32_TOLERANCE if program.low_precision else _FLOAT64_TOLERANCE
     try:
@@ -192,7 +192,7 @@ def _positions(view: np.ndarray, base: np.ndarray) -> np.ndarray:
 
 
 def _input_gradients(
-    program: FuzzProgram, inputs: list[np.ndarray], args: tuple[Any, ...], grads: Sequence[Any]
+    program: Program, inputs: list[np.ndarray], args: tuple[Any, ...], grads: Sequence[Any]
 ) -> list[np.ndarray] | str:
     """The gradient with respect to the inputs, or what is wrong with ``grads``.
 
@@ -229,7 +229,7 @@ def _field_w(value: Any) -> Any:
 
 
 def _caller_problem(
-    program: FuzzProgram,
+    program: Program,
     reference: _Reference,
     after: tuple[list[np.ndarray], tuple[Any, ...]],
     before: tuple[list[np.ndarray], list[Any]],
@@ -289,7 +289,7 @@ def _where(error: BaseException, source: str) -> str:
 
 
 def _judge_mode(
-    program: FuzzProgram, mode: str, reference: _Reference, seconds: float
+    program: Program, mode: str, reference: _Reference, seconds: float
 ) -> ModeResult:
     inputs = program.fresh_inputs()
     f, args = program.build(inputs)
@@ -315,7 +315,7 @@ def _judge_mode(
 
 
 def _judge_result(
-    program: FuzzProgram,
+    program: Program,
     mode: str,
     reference: _Reference,
     called: tuple[list[np.ndarray], tuple[Any, ...]],
@@ -345,7 +345,14 @@ def _judge_result(
     return ModeResult(mode, Outcome.RIGHT)
 
 
-def judge(program: FuzzProgram, modes: Sequence[str] = MODES, seconds: float = 10.0) -> Verdict:
+def discard_reason(program: Program) -> str | None:
+    """Why :func:`judge` would discard ``program`` (numpy rejects it, it is not smooth at its
+    input, ...), or ``None`` when plain numpy gives a reference to judge it by."""
+    reference = _reference(program)
+    return reference if isinstance(reference, str) else None
+
+
+def judge(program: Program, modes: Sequence[str] = MODES, seconds: float = 10.0) -> Verdict:
     """Judge ``program`` in each mode (see the module docstring); ``seconds`` limits each call."""
     reference = _reference(program)
     if isinstance(reference, str):
@@ -364,7 +371,7 @@ _KINK_WITHIN_THE_STEPS = (
 )
 
 
-def _smooth_within_the_steps(program: FuzzProgram, reference: _Reference) -> bool:
+def _smooth_within_the_steps(program: Program, reference: _Reference) -> bool:
     """Whether the estimates at the finer steps agree with the first of the two estimates."""
     tolerance = reference.tolerance
     for step in tolerance.finer_steps:

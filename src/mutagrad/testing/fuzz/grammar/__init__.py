@@ -16,40 +16,41 @@ from __future__ import annotations
 import random
 
 from mutagrad.testing.fuzz.blueprint import (
+    FUZZ_GRAMMAR,
     KIND_WEIGHTS,
     SETUPS,
-    SHAPES,
-    STEP_KINDS,
     Blueprint,
+    Grammar,
     draw_blueprint,
 )
 from mutagrad.testing.fuzz.grammar import python_questions, reads, writes  # noqa: F401
 from mutagrad.testing.fuzz.grammar.renderer import Draw, Renderer
 from mutagrad.testing.fuzz.grammar.setups import SETUP_FUNCTIONS, apply_setup
 from mutagrad.testing.fuzz.grammar.steps import STEPS
-from mutagrad.testing.fuzz.program import FuzzProgram
+from mutagrad.testing.fuzz.program import Program
 
 __all__ = ["generate", "render"]
 
-# Every kind and setup the blueprint's tables name has its function (python_questions and
-# writes are imported for their registrations), and no function lacks a name in the tables.
+# Every kind the blueprint's tables name has its function, and no function lacks a name there
+# (python_questions and writes are imported for their registrations); every setup of the
+# fuzzer's table has its function (one more, "three arguments", serves other grammars).
 assert STEPS.keys() == KIND_WEIGHTS.keys(), set(STEPS) ^ set(KIND_WEIGHTS)
-assert SETUP_FUNCTIONS.keys() == set(SETUPS), set(SETUP_FUNCTIONS) ^ set(SETUPS)
+assert set(SETUPS) <= SETUP_FUNCTIONS.keys(), set(SETUPS) - SETUP_FUNCTIONS.keys()
 
 
-def render(blueprint: Blueprint) -> FuzzProgram:
-    """The program a blueprint describes (any blueprint renders to one)."""
-    r = Renderer(blueprint)
-    apply_setup(r, SETUPS[blueprint.setup % len(SETUPS)], SHAPES[blueprint.shape % len(SHAPES)])
-    for kind_index, *numbers in blueprint.steps:
-        kind = STEP_KINDS[kind_index % len(STEP_KINDS)]
-        d = Draw(numbers)
+def render(blueprint: Blueprint, grammar: Grammar = FUZZ_GRAMMAR) -> Program:
+    """The program a blueprint describes in ``grammar`` (any blueprint renders to one)."""
+    r = Renderer(blueprint, grammar)
+    apply_setup(r, grammar.setup_of(blueprint), grammar.shape_of(blueprint))
+    for step in blueprint.steps:
+        kind = grammar.kind_of(step)
+        d = Draw(step[1:])
         if STEPS[kind](r, d):
             r.tags.append(kind)
         else:
             reads.step_unary(r, d)
             r.tags.append("unary")
-    return FuzzProgram(
+    return Program(
         source=r.source(),
         inputs=r.inputs(),
         argument_sources=r.argument_sources,
@@ -57,9 +58,12 @@ def render(blueprint: Blueprint) -> FuzzProgram:
         low_precision=any(v.dtype == "f4" for v in r.vars),
         tags=tuple(dict.fromkeys(r.tags)),
         blueprint=blueprint,
+        mutates=r.writes > 0,
     )
 
 
-def generate(rng: random.Random, max_statements: int = 10) -> FuzzProgram:
-    """A random program: a blueprint drawn from ``rng``, rendered."""
-    return render(draw_blueprint(rng, max_statements))
+def generate(
+    rng: random.Random, max_statements: int = 10, grammar: Grammar = FUZZ_GRAMMAR
+) -> Program:
+    """A random program of ``grammar``: a blueprint drawn from ``rng``, rendered."""
+    return render(draw_blueprint(rng, max_statements, grammar), grammar)

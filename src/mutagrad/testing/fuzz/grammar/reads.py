@@ -379,7 +379,7 @@ def step_new_buffer(r: Renderer, d: Draw) -> bool:
     contents = r.operand(d, a.shape)  # drawn before the buffer exists: never its garbage
     var = r.define("y", form.format(a.name, a.shape), a.shape, a.dtype)
     if form.startswith("np.empty_like"):
-        r.lines.append(f"{var.name}[...] = {contents}")
+        r.write(f"{var.name}[...] = {contents}")
     return True
 
 

@@ -19,10 +19,17 @@ from typing import Any
 import attrs
 import numpy as np
 
-from mutagrad.testing.fuzz.blueprint import ENDING_COUNT, JITTER, VALUE_GRID, Blueprint
+from mutagrad.testing.fuzz.blueprint import (
+    ENDING_COUNT,
+    FUZZ_GRAMMAR,
+    JITTER,
+    VALUE_GRID,
+    Blueprint,
+    Grammar,
+)
 from mutagrad.testing.fuzz.grammar.expressions import FLOATING, REAL, mask_literal, regions
 
-__all__ = ["Draw", "Renderer", "Var"]
+__all__ = ["Draw", "Renderer", "Var", "grid_values"]
 
 
 @attrs.define
@@ -70,13 +77,17 @@ class Renderer:
     The setup (:func:`mutagrad.testing.fuzz.grammar.setups.apply_setup`) fills
     in the arguments: ``shape``, ``n_inputs``, ``params`` (``f``'s parameters),
     ``arguments`` (what ``make`` passes for them, in terms of the inputs
-    ``a0``, ``a1``) and ``argument_sources``.
+    ``a0``, ``a1``) and ``argument_sources``. A statement that writes into a
+    float or complex array (one that may carry a derivative) is appended with
+    :meth:`write`, which counts it.
     """
 
-    def __init__(self, blueprint: Blueprint):
+    def __init__(self, blueprint: Blueprint, grammar: Grammar = FUZZ_GRAMMAR):
         self.blueprint = blueprint
+        self.grammar = grammar
         self.vars: list[Var] = []
         self.lines: list[str] = []  # the body of f
+        self.writes = 0  # statements that write into a float or complex array
         self.outside: list[str] = []  # make's lines before ``def f``
         self.keywords: dict[str, str] = {}  # f's keyword arguments, bound by make
         self.tags: list[str] = []
@@ -94,6 +105,11 @@ class Renderer:
         """A new name: ``prefix`` and a number no other name has."""
         self.counter += 1
         return f"{prefix}{self.counter}"
+
+    def write(self, line: str) -> None:
+        """Append ``line``, a write into a float or complex array."""
+        self.lines.append(line)
+        self.writes += 1
 
     def define(self, prefix: str, expression: str, shape: Any, dtype: str, **fields: Any) -> Var:
         """Append ``name = expression`` and record the new name."""
@@ -134,7 +150,7 @@ class Renderer:
 
     def may_write(self, v: Var) -> bool:
         # With a view of the caller's array written inside f, the caller's
-        # arrays are only ever written through that view (see FuzzProgram).
+        # arrays are only ever written through that view (see Program).
         return v.writable and not (self.outside_views and v.argument_memory)
 
     @property
@@ -224,7 +240,7 @@ class Renderer:
         """Emit ``form`` on ``t``, drawing a mask of ``t``'s shape only if the form uses one."""
         assert t.shape is not None
         mask = self.mask_for(d, t.shape).name if "{mask}" in form else ""
-        self.lines.append(form.format(t.name, mask=mask))
+        self.write(form.format(t.name, mask=mask))
 
     # -- the whole program ----------------------------------------------------
 
@@ -243,6 +259,8 @@ class Renderer:
                 terms.append(f"np.sum({v.name})")
         total = " + ".join(terms)
         ending = self.blueprint.ending % ENDING_COUNT
+        if self.grammar.float_result:
+            return total
         if ending == ENDING_COUNT - 2:
             return f"({total}) > 0.0"
         if ending == ENDING_COUNT - 1:
@@ -270,14 +288,26 @@ class Renderer:
         return f"def make({inputs}):\n" + textwrap.indent("\n".join(lines), "    ")
 
     def inputs(self) -> tuple[np.ndarray, ...]:
-        """The input arrays: distinct grid values, each moved by its jitter."""
-        remaining = list(VALUE_GRID)
+        """The input arrays: distinct grid values moved by their jitter (:func:`grid_values`)."""
         size = int(np.prod(self.shape))
-        values = [
-            round(remaining.pop(v % len(remaining)) + JITTER * (k * 0.7548776662466927 % 1), 6)
-            for k, v in enumerate(self.blueprint.values[: size * self.n_inputs])
-        ]
+        values = grid_values(self.blueprint.values[: size * self.n_inputs])
+        dtype = np.float32 if self.grammar.dtype == "f4" else np.float64
         return tuple(
-            np.array(values[k * size : (k + 1) * size]).reshape(self.shape)
+            np.array(values[k * size : (k + 1) * size], dtype=dtype).reshape(self.shape)
             for k in range(self.n_inputs)
         )
+
+
+def grid_values(picks: Sequence[int]) -> list[float]:
+    """Distinct elements of :data:`VALUE_GRID`, element ``k`` moved by ``JITTER * frac(0.75.. k)``.
+
+    Pick ``k`` selects among the grid values not taken yet, so that no two
+    elements are equal; there are ``len(VALUE_GRID)`` of them.
+    """
+    if len(picks) > len(VALUE_GRID):
+        raise ValueError(f"{len(picks)} elements, but the grid has only {len(VALUE_GRID)} values")
+    remaining = list(VALUE_GRID)
+    return [
+        round(remaining.pop(v % len(remaining)) + JITTER * (k * 0.7548776662466927 % 1), 6)
+        for k, v in enumerate(picks)
+    ]

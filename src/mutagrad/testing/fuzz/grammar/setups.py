@@ -68,6 +68,11 @@ def _two_arguments(r: Renderer, shape: tuple[int, ...]) -> Arguments:
     return Arguments(shape, ["x", "y"], ["a0", "a1"], [0, 1], inputs=2)
 
 
+@setup("three arguments")  # not the fuzzer's: mutagrad.testing.strategies.programs draws it
+def _three_arguments(r: Renderer, shape: tuple[int, ...]) -> Arguments:
+    return Arguments(shape, ["x", "y", "z"], ["a0", "a1", "a2"], [0, 1, 2], inputs=3)
+
+
 #: Setups whose two arguments share memory: the arguments, and the input's
 #: shape if they need one (``None``: the drawn shape).
 SHARED_MEMORY_ARGUMENTS: dict[str, tuple[list[str], tuple[int, ...] | None]] = {
@@ -158,7 +163,8 @@ def apply_setup(r: Renderer, name: str, shape: tuple[int, ...]) -> None:
 def _declare_arguments(r: Renderer, name: str, made: Arguments) -> None:
     """A :class:`Var` per argument, with the dtype and shape numpy gives it."""
     shape = made.shape
-    probe = [np.zeros(shape) for _ in range(made.inputs)]
+    dtype = np.float32 if r.grammar.dtype == "f4" else np.float64
+    probe = [np.zeros(shape, dtype) for _ in range(made.inputs)]
     for param, argument, source in zip(made.params, made.arguments, made.sources):
         if name == "container argument":
             r.vars.append(Var("x", shape, "f8", argument_memory=True))
@@ -166,7 +172,7 @@ def _declare_arguments(r: Renderer, name: str, made: Arguments) -> None:
         if source is None:
             r.vars.append(Var("k", (3,), "i8", role="index", bound=shape[0]))
             continue
-        value = eval(argument, {"np": np, "a0": probe[0], "a1": probe[-1]})
+        value = eval(argument, {"np": np, **{f"a{k}": x for k, x in enumerate(probe)}})
         dtype = "f4" if value.dtype == np.float32 else "f8"
         r.vars.append(Var(param, value.shape, dtype, argument_memory=True))
     if name == "mask argument":

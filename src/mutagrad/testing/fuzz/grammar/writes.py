@@ -38,7 +38,7 @@ def step_setitem(r: Renderer, d: Draw) -> bool:
     if t is None:
         return False
     text, shape = d.pick(regions(t.shape))
-    r.lines.append(f"{t.name}{text} = {r.operand(d, shape)}")
+    r.write(f"{t.name}{text} = {r.operand(d, shape)}")
     return True
 
 
@@ -52,7 +52,7 @@ def step_augmented(r: Renderer, d: Draw) -> bool:
     operator = d.pick(["+=", "-=", "*=", "/="])
     if operator == "/=":
         value = f"1.5 + ({value}) ** 2"
-    r.lines.append(f"{t.name}{text} {operator} {value}")
+    r.write(f"{t.name}{text} {operator} {value}")
     return True
 
 
@@ -75,7 +75,7 @@ def step_mask_write(r: Renderer, d: Draw) -> bool:
             "{0}[{1}] = np.cos({2})[{1}]",
         ]
     )
-    r.lines.append(form.format(t.name, m, d.pick(same).name, r.scalar(d)))
+    r.write(form.format(t.name, m, d.pick(same).name, r.scalar(d)))
     return True
 
 
@@ -97,7 +97,7 @@ def step_fancy_write(r: Renderer, d: Draw) -> bool:
     value = r.operand(d, shape) if shape is not None else r.scalar(d)
     if d.chance(25):
         value = f"np.cos({t.name}{text})"
-    r.lines.append(f"{t.name}{text} {operator} {value}")
+    r.write(f"{t.name}{text} {operator} {value}")
     return True
 
 
@@ -143,7 +143,7 @@ def step_list_write(r: Renderer, d: Draw) -> bool:
             + f"), [{', '.join(f'[{items(1)}]' for _ in range(rows))}], axis=1)",
             f"{{0}}[0] = ({items(cols)})",
         ]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -174,6 +174,8 @@ def step_put(r: Renderer, d: Draw) -> bool:
     size = int(np.prod(t.shape))
     i, j = d.number() % size, d.number() % size
     sources = [v for v in r.find(dtypes=REAL) if v.shape and np.prod(v.shape) >= 2]
+    if not sources:  # every array has one element (the fuzzer's shapes never have)
+        return False
     flat = f"{d.pick(sources).name}.ravel()[:2]"
     forms = [
         f"np.put({{0}}, [{i}, {j}], {flat})",
@@ -187,7 +189,7 @@ def step_put(r: Renderer, d: Draw) -> bool:
         for k in r.find(("index",), dtypes=("i8",), known=False)
         if k.bound <= size
     ]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -198,6 +200,8 @@ def step_place(r: Renderer, d: Draw) -> bool:
         return False
     m = r.mask_for(d, t.shape).name
     sources = [v for v in r.find(dtypes=REAL) if v.shape and np.prod(v.shape) >= 2]
+    if not sources:  # every array has one element (the fuzzer's shapes never have)
+        return False
     values = d.pick(
         [
             "{0}.ravel()[:2]" if len(t.shape) == 2 else "{0}[:2]",
@@ -207,7 +211,7 @@ def step_place(r: Renderer, d: Draw) -> bool:
             f"np.sin({d.pick(sources).name}).ravel()",
         ]
     )
-    r.lines.append(f"np.place({{0}}, {m}, {values})".format(t.name))
+    r.write(f"np.place({{0}}, {m}, {values})".format(t.name))
     return True
 
 
@@ -226,7 +230,7 @@ def step_putmask(r: Renderer, d: Draw) -> bool:
         ]
     )
     mask = d.pick([m, m, "{0} > 0.5"])
-    r.lines.append(f"np.putmask({{0}}, {mask}, {values})".format(t.name))
+    r.write(f"np.putmask({{0}}, {mask}, {values})".format(t.name))
     return True
 
 
@@ -245,7 +249,7 @@ def step_fill_diagonal(r: Renderer, d: Draw) -> bool:
         "np.fill_diagonal({0}, {0}.diagonal() * 2.0)",
         "np.fill_diagonal({0}, {0}[:, 0])",
     ]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -271,7 +275,7 @@ def step_ufunc_at(r: Renderer, d: Draw) -> bool:
         for k in r.find(("index",), dtypes=("i8",), known=False)
         if k.bound == n
     ]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -310,7 +314,7 @@ def step_sort_in_place(r: Renderer, d: Draw) -> bool:
         forms += ["{0}[::2].sort()", "{0}[1:].sort()"]
     if len(t.shape) == 2:
         forms += ["{0}.T.sort()", "{0}[:, ::-1].sort(axis=0)"]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -326,7 +330,7 @@ def step_fill(r: Renderer, d: Draw) -> bool:
     ]
     if int(np.prod(t.shape)) > 1:
         forms.append(f"{{0}}[1:].fill({r.scalar(d)})")
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -349,7 +353,7 @@ def step_write_through_view(r: Renderer, d: Draw) -> bool:
         f"{{0}}[0] = {r.scalar(d)}",
         "{0}[:] = np.sin({0})",
     ]
-    r.lines.append(d.pick(forms).format(v.name))
+    r.write(d.pick(forms).format(v.name))
     return True
 
 
@@ -456,7 +460,7 @@ def step_write_complex(r: Renderer, d: Draw) -> bool:
         "np.multiply({0}, 1j, out={0})",
         f"{{0}} += {r.operand(d, c.shape)} * 1j",
     ]
-    r.lines.append(d.pick(forms).format(c.name))
+    r.write(d.pick(forms).format(c.name))
     return True
 
 
@@ -477,7 +481,7 @@ def step_write_float32(r: Renderer, d: Draw) -> bool:
     ]
     if targets:
         forms.append(f"{d.pick(targets)}[...] = {{0}}")
-    r.lines.append(d.pick(forms).format(h.name))
+    r.write(d.pick(forms).format(h.name))
     return True
 
 
@@ -521,7 +525,7 @@ def step_checkpointed(r: Renderer, d: Draw) -> bool:
         role=role,
     )
     if d.chance(40) and r.may_write(a):
-        r.lines.append(f"{a.name} *= 0.5")
+        r.write(f"{a.name} *= 0.5")
     return True
 
 
@@ -560,7 +564,7 @@ def step_flat(r: Renderer, d: Draw) -> bool:
         f"{{0}}.flat[:] = {r.scalar(d)}",
         f"{{0}}.flat[{i}:{i + 2}] = {r.operand(d, (2,))}",
     ]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
 
 
@@ -593,7 +597,7 @@ def step_library_out(r: Renderer, d: Draw) -> bool:
     if numpy_result(form.format(t="a", a="a.copy()"), t.shape) is None:
         return False
     source = d.pick(others).name if others else ""
-    r.lines.append(form.format(t=t.name, a=source))
+    r.write(form.format(t=t.name, a=source))
     return True
 
 
@@ -612,5 +616,5 @@ def step_out_reduction(r: Renderer, d: Draw) -> bool:
             forms += ["np.add({0}, {0}.T, out={0})", "np.copyto({0}.T, {0})"]
     else:
         forms += ["np.sum({0}, keepdims=True, out={0}[:1])", "np.cumsum({0}[::-1], out={0})"]
-    r.lines.append(d.pick(forms).format(t.name))
+    r.write(d.pick(forms).format(t.name))
     return True
