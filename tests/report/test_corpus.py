@@ -29,8 +29,11 @@ from mutagrad.report import (
     run_report,
 )
 from mutagrad.report.runner import as_float, fresh_args
+from mutagrad.report.scenarios import EXAMPLES_MISSING, examples_directory
 
 CORPUS = load_corpus(DEFAULT_CORPUS)
+# The seed scenarios' functions are the example scripts', which a wheel does not ship.
+needs_examples = pytest.mark.skipif(examples_directory() is None, reason=EXAMPLES_MISSING)
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +44,7 @@ def full_report():
     )
 
 
+@needs_examples
 def test_bundled_corpus_has_forty_programs_in_every_category():
     assert len(CORPUS) >= 40
     assert {p.category for p in CORPUS} == set(CATEGORIES)
@@ -118,6 +122,7 @@ def test_poison_errors_match_the_notes(full_report):
             assert p.mode("snapshot").accepted, p.name
 
 
+@needs_examples
 def test_seed_scenarios_behave_as_the_seeds_and_the_proposal_say(full_report):
     for name in ("f!", "g", "addone", "fill, x*x unused"):
         assert full_report.result(name, "strict").cell == "MutationError"
@@ -127,6 +132,14 @@ def test_seed_scenarios_behave_as_the_seeds_and_the_proposal_say(full_report):
     assert snapshot.accepted and snapshot.bytes_copied >= 3 * 8
     for name in ("tryme", "exception", "mse+rrule", "sum3+rrule", "addone+rrule"):
         assert {r.cell for r in full_report.program(name).modes} == {"ok"}
+
+
+@needs_examples
+def test_the_seed_scenarios_run_the_example_scripts_own_functions():
+    examples = examples_directory()
+    for name in ("f!", "g", "addone", "tryme", "exception", "mse", "sum3", "fill after x*x"):
+        (program,) = [p for p in CORPUS if p.name == name]
+        assert program.function.__code__.co_filename.startswith(str(examples)), name
 
 
 def test_load_corpus_from_a_path_and_from_a_module_name(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(chromium() is None, reason="needs chromium")
 
 WIDEST_ROWS = (
     "defvjp_of_mutating_function",  # NotDifferentiableError in every mode
-    "addone+rrule",
+    "addone+rrule",  # a seed scenario: a wheel, without examples/, checks the others
     "softmax_shift_in_place",  # Poisoned (false alarm)
     "soft_knapsack_vectorised_row",  # the longest category, dynamic-programming
     "fill_diagonal_after_outer",
