@@ -109,11 +109,11 @@ def write_report(report: Report, out: str | Path = DEFAULT_OUT) -> dict[str, Pat
     written: list[Path] = []
     try:
         for name, text in texts.items():
-            handle, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
-            written.append(Path(temporary))
+            handle, path = tempfile.mkstemp(prefix=f".{name}.", dir=directory)
+            written.append(Path(path))
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
-            os.chmod(temporary, mode)
+            os.chmod(path, mode)
         for name, temporary in zip(texts, written):
             os.replace(temporary, directory / name)
     finally:

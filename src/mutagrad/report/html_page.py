@@ -319,7 +319,12 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
     parts.append(_table(*category_rows(summary), numeric_from=1))
 
     parts.append("<h2>Poison errors</h2>")
-    poisoned = [(p, r) for p in report.programs for r in p.modes if r.poison_verdict is not None]
+    poisoned = [
+        (p, r, verdict)
+        for p in report.programs
+        for r in p.modes
+        if (verdict := r.poison_verdict) is not None
+    ]
     if poisoned:
         parts.append(
             _table(
@@ -328,11 +333,11 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
                     [
                         p.name,
                         r.mode,
-                        r.poison_verdict.value,
-                        why(p.program.note, r.poison_verdict.value),
+                        verdict.value,
+                        why(p.program.note, verdict.value),
                         r.detail or "",
                     ]
-                    for p, r in poisoned
+                    for p, r, verdict in poisoned
                 ],
             )
         )

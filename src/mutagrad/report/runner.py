@@ -430,7 +430,8 @@ def values_match(got: float, want: float, rtol: float) -> bool:
 
 
 def _gradient_call(program: Program, mode: str, unchecked: bool = False) -> Any:
-    policy = UNCHECKED if unchecked else mode
+    # A mode's name, or the analysis-only policy object, which withgradient takes too.
+    policy: Any = UNCHECKED if unchecked else mode
 
     def call() -> Any:
         return mutagrad.withgradient(program.function, *fresh_args(program.args), mode=policy)

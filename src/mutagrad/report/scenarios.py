@@ -171,7 +171,6 @@ def seed_programs() -> tuple[Program, ...]:
     square_then_clear = load_example("overwrite_saved_value").square_then_clear
     addone_with_rule, mse_with_rule, sum3_with_rule = _primitives_with_rules(addone, mse, sum3)
     return (
-
         Program(
             name="f!",
             category="seed",
@@ -351,7 +350,6 @@ def seed_programs() -> tuple[Program, ...]:
             zygote=ZYGOTE_OK,
             source=API_PAGE,
         ),
-
     )
 
 

@@ -64,7 +64,8 @@ class SystemCounts:
 def overhead_ratios(report: Report, system: str) -> tuple[list[float], list[float]]:
     """Gradient time / plain numpy time over the programs ``system`` gets right: the ratios
     clear enough to read, and the noisy ones (left out of every median)."""
-    readable, noisy = [], []
+    readable: list[float] = []
+    noisy: list[float] = []
     for p in report.programs:
         ratio = p.overhead(system)
         if ratio is not None:
@@ -74,7 +75,8 @@ def overhead_ratios(report: Report, system: str) -> tuple[list[float], list[floa
 
 def relative_ratios(report: Report, system: str, baseline: str) -> tuple[list[float], list[float]]:
     """``system``'s time over ``baseline``'s on each program both get right: readable, noisy."""
-    readable, noisy = [], []
+    readable: list[float] = []
+    noisy: list[float] = []
     for p in report.programs:
         mine, base = p.mode(system), p.mode(baseline)
         if mine.accepted and base.accepted and mine.seconds and base.seconds:
@@ -477,9 +479,8 @@ def _lead(summary: Summary) -> Sentence:
     else:
         text += "no mutagrad value or gradient was silently wrong"
     judged = summary.judged
-    right = ", ".join(
-        f"{m} {summary.accepted[m]}" for m in sorted(summary.modes, key=summary.accepted.get)[::-1]
-    )
+    by_right = sorted(summary.modes, key=summary.accepted.__getitem__)[::-1]
+    right = ", ".join(f"{m} {summary.accepted[m]}" for m in by_right)
     details = [f"of the {judged} programs, right in {right}"]
     if summary.peers:
         details.append(

@@ -106,19 +106,22 @@ class DifferenceReference:
         """An array (element-wise), a list of (direction, derivative), or None (no derivative)."""
         if k not in self._cache:
             if self.size(k) <= self.elementwise_limit:
-                want = numerical_gradient(self.f, *self.args, eps=self.eps, wrt=(k,))[k]
+                self._cache[k] = numerical_gradient(self.f, *self.args, eps=self.eps, wrt=(k,))[k]
             else:
-                shape = np.shape(fresh_copy(self.args[k]))
-                want = []
-                for _ in range(self.directions):
-                    v = self.rng.standard_normal(shape)
-                    d = directional_derivative(self.f, self.args, k, v, eps=self.eps)
-                    if d is None:
-                        want = None
-                        break
-                    want.append((v, d))
-            self._cache[k] = want
+                self._cache[k] = self._directional(k)
         return self._cache[k]
+
+    def _directional(self, k: int) -> list[tuple[np.ndarray, float]] | None:
+        """(direction, derivative along it) for :attr:`directions` random directions."""
+        shape = np.shape(fresh_copy(self.args[k]))
+        pairs = []
+        for _ in range(self.directions):
+            v = self.rng.standard_normal(shape)
+            d = directional_derivative(self.f, self.args, k, v, eps=self.eps)
+            if d is None:
+                return None
+            pairs.append((v, d))
+        return pairs
 
     def compare(self, k: int, got: Any, label: str, atol: float, rtol: float) -> str | None:
         """``None`` when ``got`` (``None`` counts as zeros) matches; else a readable report."""

@@ -110,10 +110,7 @@ def summary_table(verdicts: Sequence[Verdict]) -> str:
     reasons = Counter(v.discarded.split(":")[0] for v in verdicts if v.discarded is not None)
     lines += [f"discarded: {n:>5}  {reason}" for reason, n in reasons.most_common()]
     refusals = Counter(
-        (r.mode, r.error_type)
-        for v in judged
-        for r in v.results
-        if r.outcome is Outcome.REFUSED
+        (r.mode, r.error_type) for v in judged for r in v.results if r.outcome is Outcome.REFUSED
     )
     lines += [
         f"refused:   {n:>5}  {mode}: {error}" for (mode, error), n in sorted(refusals.items())

@@ -288,9 +288,7 @@ def _where(error: BaseException, source: str) -> str:
     return f"{frame.filename.split('src/')[-1]}:{frame.lineno} in {frame.name}"
 
 
-def _judge_mode(
-    program: Program, mode: str, reference: _Reference, seconds: float
-) -> ModeResult:
+def _judge_mode(program: Program, mode: str, reference: _Reference, seconds: float) -> ModeResult:
     inputs = program.fresh_inputs()
     f, args = program.build(inputs)
     before = ([x.copy() for x in inputs], [_copy(a) for a in args])

@@ -167,9 +167,9 @@ class Program:
             if "def make" in self.source
             else f"args = ({', '.join(names)},)"
         )
-        composed = [
-            f"# composed with {_name(g)} (run before f)" for g in self.runs_before
-        ] + [f"# composed with {_name(g)} (run after f)" for g in self.runs_after]
+        composed = [f"# composed with {_name(g)} (run before f)" for g in self.runs_before] + [
+            f"# composed with {_name(g)} (run after f)" for g in self.runs_after
+        ]
         return "\n".join(
             [
                 "import numpy as np",

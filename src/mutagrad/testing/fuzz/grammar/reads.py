@@ -339,19 +339,19 @@ def step_product(r: Renderer, d: Draw) -> bool:
     if a is None:
         return False
     b = d.pick(r.find(dtypes=REAL, shape=a.shape))
-    if len(a.shape) == 1:
-        n = a.shape[0]
+    if len(a.dims) == 1:
+        n = a.dims[0]
         form, shape = d.pick([("np.outer({0}, {1})", (n, n)), ("np.dot({0}, {1})", ())])
     else:
-        rows, cols = a.shape
-        forms = [
+        rows, cols = a.dims
+        forms: list[tuple[str, tuple[int, ...]]] = [
             ("{0} @ {0}.T", (rows, rows)),
             ("{0}.T @ {1}", (cols, cols)),
             ("np.dot({0}, {1}.T)", (rows, rows)),
             ("np.matmul({1}.T, {0})", (cols, cols)),
         ]
         if rows == cols:
-            forms.append(("{0} @ {1}", a.shape))
+            forms.append(("{0} @ {1}", a.dims))
         form, shape = d.pick(forms)
     role = "scalar" if shape == () else "array"
     r.define(

@@ -51,6 +51,13 @@ class Var:
     view: bool = False
     bound: int = 0
 
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape, where a statement needs it known (``find`` returns only such names
+        unless asked with ``known=False``)."""
+        assert self.shape is not None, f"{self.name}'s shape depends on the data"
+        return self.shape
+
 
 class Draw:
     """The integers of one step, read in turn to make that step's choices."""

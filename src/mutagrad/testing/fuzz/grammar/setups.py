@@ -163,8 +163,8 @@ def apply_setup(r: Renderer, name: str, shape: tuple[int, ...]) -> None:
 def _declare_arguments(r: Renderer, name: str, made: Arguments) -> None:
     """A :class:`Var` per argument, with the dtype and shape numpy gives it."""
     shape = made.shape
-    dtype = np.float32 if r.grammar.dtype == "f4" else np.float64
-    probe = [np.zeros(shape, dtype) for _ in range(made.inputs)]
+    input_dtype = np.float32 if r.grammar.dtype == "f4" else np.float64
+    probe = [np.zeros(shape, input_dtype) for _ in range(made.inputs)]
     for param, argument, source in zip(made.params, made.arguments, made.sources):
         if name == "container argument":
             r.vars.append(Var("x", shape, "f8", argument_memory=True))

@@ -47,7 +47,7 @@ def step_augmented(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    text, shape = ("", t.shape) if d.chance(40) else d.pick(regions(t.shape))
+    text, shape = ("", t.dims) if d.chance(40) else d.pick(regions(t.dims))
     value = r.operand(d, shape)
     operator = d.pick(["+=", "-=", "*=", "/="])
     if operator == "/=":
@@ -61,7 +61,7 @@ def step_mask_write(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    m = r.mask_for(d, t.shape).name
+    m = r.mask_for(d, t.dims).name
     same = r.find(dtypes=REAL, shape=t.shape)
     form = d.pick(
         [
@@ -84,11 +84,11 @@ def step_fancy_write(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    keys = list(fancy_keys(t.shape))
+    keys: list[tuple[str, tuple[int, ...] | None]] = list(fancy_keys(t.dims))
     keys += [
-        (f"[{k.name}]", None if k.shape is None else k.shape + t.shape[1:])
+        (f"[{k.name}]", None if k.shape is None else k.shape + t.dims[1:])
         for k in r.find(("index",), dtypes=("i8",), known=False)
-        if k.bound == t.shape[0]
+        if k.bound == t.dims[0]
     ]
     if not keys:
         return False
@@ -104,14 +104,14 @@ def step_fancy_write(r: Renderer, d: Draw) -> bool:
 @step("list write")
 def step_list_write(r: Renderer, d: Draw) -> bool:
     t = r.target(d, dtypes=("f8",))
-    if t is None or min(t.shape) < (3 if len(t.shape) == 1 else 2):
+    if t is None or min(t.dims) < (3 if len(t.dims) == 1 else 2):
         return False
 
     def items(count: int) -> str:
         return ", ".join(r.scalar(d) for _ in range(count))
 
-    if len(t.shape) == 1:
-        n = t.shape[0]
+    if len(t.dims) == 1:
+        n = t.dims[0]
         forms = [
             f"{{0}}[:2] = [{items(2)}]",
             f"{{0}}[:1] = [{items(1)}]",
@@ -124,11 +124,11 @@ def step_list_write(r: Renderer, d: Draw) -> bool:
             f"np.put_along_axis({{0}}, np.array([2, 0]), [{items(2)}], axis=0)",
         ]
     else:
-        rows, cols = t.shape
+        rows, cols = t.dims
         same_rows = [
             v.name
             for v in r.find(dtypes=("f8",), ndim=2)
-            if v.shape[1] == cols > 0 and v.shape[0] >= 2
+            if v.dims[1] == cols > 0 and v.dims[0] >= 2
         ]
         row_a, row_b = d.pick(same_rows), d.pick(same_rows)
         nested = ", ".join(f"[{items(2)}]" for _ in range(2))
@@ -153,14 +153,14 @@ def step_copyto(r: Renderer, d: Draw) -> bool:
     if t is None:
         return False
     forms = [
-        f"np.copyto({{0}}, {r.operand(d, t.shape)})",
+        f"np.copyto({{0}}, {r.operand(d, t.dims)})",
         "np.copyto({0}, {0}[::-1])",
         "np.copyto({0}[1:], {0}[:-1])",
         "np.copyto({0}[:-1], {0}[1:])",
         f"np.copyto({{0}}, {r.scalar(d)})",
-        f"np.copyto({{0}}, {r.operand(d, t.shape)}, where={{mask}})",
+        f"np.copyto({{0}}, {r.operand(d, t.dims)}, where={{mask}})",
     ]
-    if len(t.shape) == 2 and t.shape[0] == t.shape[1]:
+    if len(t.dims) == 2 and t.dims[0] == t.dims[1]:
         forms.append("np.copyto({0}, {0}.T)")
     r.write_with_mask(d, d.pick(forms), t)
     return True
@@ -171,7 +171,7 @@ def step_put(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    size = int(np.prod(t.shape))
+    size = int(np.prod(t.dims))
     i, j = d.number() % size, d.number() % size
     sources = [v for v in r.find(dtypes=REAL) if v.shape and np.prod(v.shape) >= 2]
     if not sources:  # every array has one element (the fuzzer's shapes never have)
@@ -198,14 +198,14 @@ def step_place(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    m = r.mask_for(d, t.shape).name
+    m = r.mask_for(d, t.dims).name
     sources = [v for v in r.find(dtypes=REAL) if v.shape and np.prod(v.shape) >= 2]
     if not sources:  # every array has one element (the fuzzer's shapes never have)
         return False
     values = d.pick(
         [
-            "{0}.ravel()[:2]" if len(t.shape) == 2 else "{0}[:2]",
-            "{0}[0]" if len(t.shape) == 2 else "{0}[::-1]",
+            "{0}.ravel()[:2]" if len(t.dims) == 2 else "{0}[:2]",
+            "{0}[0]" if len(t.dims) == 2 else "{0}[::-1]",
             f"{d.pick(sources).name}.ravel()[:3]",
             f"[{r.scalar(d)}, 0.5]",
             f"np.sin({d.pick(sources).name}).ravel()",
@@ -220,10 +220,10 @@ def step_putmask(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    m = r.mask_for(d, t.shape).name
+    m = r.mask_for(d, t.dims).name
     values = d.pick(
         [
-            r.operand(d, t.shape),
+            r.operand(d, t.dims),
             "{0}[::-1]",
             "{0}.ravel()[:2]",
             r.scalar(d),
@@ -258,16 +258,16 @@ def step_ufunc_at(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    n = t.shape[0]
+    n = t.dims[0]
     i, j = d.number() % n, d.number() % n
-    rows = (3, *t.shape[1:])
+    rows = (3, *t.dims[1:])
     forms = [
         f"np.add.at({{0}}, [{i}, {i}, {j}], {r.operand(d, rows)})",
         f"np.subtract.at({{0}}, [{j}, {i}], {r.scalar(d)})",
         f"np.multiply.at({{0}}, [{i}, {i}], 2.0)",
         f"np.add.at({{0}}, [{i}, {j}], {{0}}[[{j}, {i}]])",
         f"np.add.at({{0}}, [{i}, {j}, {i}], {{0}}[{j}])"
-        if len(t.shape) == 2
+        if len(t.dims) == 2
         else f"np.add.at({{0}}, [{i}, {j}, {i}], {{0}}[{j}] * 2.0)",
     ]
     forms += [
@@ -286,19 +286,19 @@ def step_out_aliasing(r: Renderer, d: Draw) -> bool:
         return False
     forms = [
         "np.add({0}, {0}[::-1], out={0})",
-        f"np.multiply({{0}}, {r.operand(d, t.shape)}, out={{0}})",
+        f"np.multiply({{0}}, {r.operand(d, t.dims)}, out={{0}})",
         "np.sin({0}, out={0})",
         "np.add({0}[:-1], {0}[1:], out={0}[1:])",
         "np.subtract({0}[1:], {0}[:-1], out={0}[:-1])",
         "np.tanh({0}[::-1], out={0})",
         "np.cumsum({0}, axis=0, out={0})",
         "np.multiply({0}, {0}, out={0})",
-        f"np.add({r.operand(d, t.shape)}, {r.operand(d, t.shape)}, out={{0}})",
+        f"np.add({r.operand(d, t.dims)}, {r.operand(d, t.dims)}, out={{0}})",
         "np.clip({0}, -1.0, 1.0, out={0})",
         "np.divide({0}, 1.5 + {0} * {0}, out={0})",
         "np.add({0}, 1.0, out={0}, where={mask})",
     ]
-    if len(t.shape) == 2 and t.shape[0] == t.shape[1]:
+    if len(t.dims) == 2 and t.dims[0] == t.dims[1]:
         forms += ["np.negative({0}.T, out={0})", "np.matmul({0}, {0}, out={0})"]
     r.write_with_mask(d, d.pick(forms), t)
     return True
@@ -310,9 +310,9 @@ def step_sort_in_place(r: Renderer, d: Draw) -> bool:
     if t is None:
         return False
     forms = ["{0}.sort()", "{0}.sort(axis=0)", "{0}[::-1].sort()", "{0}.partition(1)"]
-    if t.shape[0] >= 3:
+    if t.dims[0] >= 3:
         forms += ["{0}[::2].sort()", "{0}[1:].sort()"]
-    if len(t.shape) == 2:
+    if len(t.dims) == 2:
         forms += ["{0}.T.sort()", "{0}[:, ::-1].sort(axis=0)"]
     r.write(d.pick(forms).format(t.name))
     return True
@@ -328,7 +328,7 @@ def step_fill(r: Renderer, d: Draw) -> bool:
         "{0}.fill(0.5)",
         f"{{0}}[...] = {r.scalar(d)}",
     ]
-    if int(np.prod(t.shape)) > 1:
+    if int(np.prod(t.dims)) > 1:
         forms.append(f"{{0}}[1:].fill({r.scalar(d)})")
     r.write(d.pick(forms).format(t.name))
     return True
@@ -390,7 +390,7 @@ def step_mutate_index(r: Renderer, d: Draw) -> bool:
             return False
         k = r.vars[-1]
         rows = [a for a in r.find(dtypes=FLOATING) if a.shape and a.shape[0] == k.bound]
-        flat = [a for a in r.find(dtypes=FLOATING) if int(np.prod(a.shape)) == k.bound]
+        flat = [a for a in r.find(dtypes=FLOATING) if int(np.prod(a.dims)) == k.bound]
         if rows:
             a = d.pick(rows)
             r.define("t", f"{a.name}[{k.name}]", None, a.dtype)
@@ -553,7 +553,7 @@ def step_flat(r: Renderer, d: Draw) -> bool:
     t = r.target(d)
     if t is None:
         return False
-    size = int(np.prod(t.shape))
+    size = int(np.prod(t.dims))
     i, j = d.number() % size, d.number() % size
     if d.chance(25):
         r.define("s", f"{t.name}.flat[{i}]", (), t.dtype, role="scalar")
@@ -594,7 +594,7 @@ def step_library_out(r: Renderer, d: Draw) -> bool:
     others = [v for v in r.find(dtypes=REAL, shape=t.shape) if v is not t]
     if "{a}" in form and not others:
         return False
-    if numpy_result(form.format(t="a", a="a.copy()"), t.shape) is None:
+    if numpy_result(form.format(t="a", a="a.copy()"), t.dims) is None:
         return False
     source = d.pick(others).name if others else ""
     r.write(form.format(t=t.name, a=source))
@@ -607,12 +607,12 @@ def step_out_reduction(r: Renderer, d: Draw) -> bool:
     if t is None:
         return False
     forms = ["np.negative({0}, out={0}[::-1])", "np.clip({0}[::-1], -1.0, 1.0, out={0})"]
-    if len(t.shape) == 2:
+    if len(t.dims) == 2:
         forms += [
             *("np.sum({0}, axis=0, out={0}[0])", "np.mean({0}, axis=0, out={0}[-1])"),
             *("np.max({0}, axis=1, out={0}[:, 0])", "np.prod({0}, axis=1, out={0}[:, -1])"),
         ]
-        if t.shape[0] == t.shape[1]:
+        if t.dims[0] == t.dims[1]:
             forms += ["np.add({0}, {0}.T, out={0})", "np.copyto({0}.T, {0})"]
     else:
         forms += ["np.sum({0}, keepdims=True, out={0}[:1])", "np.cumsum({0}[::-1], out={0})"]
