@@ -253,129 +253,165 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     trace = STATE.get()
     if trace is None:
         return f(*args)
-    tape = trace.tape
     leaves, rebuild = flatten(args)
-    outer_nodes = [node_of(x, tape) if isinstance(x, WrappedValue) else None for x in leaves]
+    outer_nodes = [node_of(x, trace.tape) if isinstance(x, WrappedValue) else None for x in leaves]
     if all(n is None for n in outer_nodes):
         return f(*args)  # no argument carries a gradient: nothing to recompute
-    name = _function_name(f)
-    site = user_site()
-    watched, scalars, raw = reachable_values(f)
-    versions = [w._version for w in watched]
-    # Closed-over values that carry a gradient (a model's parameters): inputs too.
-    closed: list[WrappedValue] = [w for w in (*watched, *scalars) if node_of(w, tape) is not None]
-    closed_nodes = [node_of(w, tape) for w in closed]
+    block = _Block(f, trace, leaves, rebuild)
+    out = block.run_once()
+    block.check_what_it_did(out)
+    return block.record(out, outer_nodes)
 
-    # Run f once, on a nesting level of its own on the same tape, to see what it does.
-    segment = Trace(tape, trace.depth + 1, trace.mode, trace)
-    start = len(tape.nodes)
-    # The segment's writes, to name the line of a refused one (explain may keep a journal).
-    own_journal = tape.journal is None
-    journal: list[tuple[int, WriteRecord]] = [] if own_journal else tape.journal
-    tape.journal = journal
-    journal_start = len(journal)
-    segment_args = []
-    for x in leaves:
-        if isinstance(x, WrappedValue):
-            leaf_node = input_node(tape, segment.bit, None, x)
-            segment_args.append(_segment_wrapper(x, leaf_node))
-        else:
-            segment_args.append(x)
-    received = rebuild(segment_args)
-    argument_versions = [(w, w._version) for w in segment_args if isinstance(w, WrappedArray)]
-    bound = _bind(closed, tape, segment.bit, [None] * len(closed))
-    # numpy raises on a write to these: arrays f closes over and raw ndarray arguments.
-    read_only = Frozen()
-    read_only.freeze([a for a in raw + [x for x in leaves if is_raw_array(x)]
-                      if a.base is None or can_freeze(a)])  # fmt: skip
-    token = STATE.set(segment)
-    try:
-        out = f(*received)
-    except ValueError as error:
-        if "read-only" in str(error) and read_only.arrays:
-            raise _write_refused(
-                name,
-                site,
-                "an ndarray that it did not create (an argument, or an array it closes over)",
-                innermost_user_site(error.__traceback__),
-            ) from error
-        raise
-    finally:
-        STATE.reset(token)
-        read_only.thaw()
-        _unbind(bound)
-        if own_journal:
-            tape.journal = None
-    writes = [record for _, record in journal[journal_start:]]
-    del journal[journal_start:]  # explain: the segment's writes leave with its nodes
-    check_not_open_buffer(out, name)
-    for w, version in zip(watched, versions):
-        if w._version != version:
-            what = f"a WrappedArray of shape {w.shape} that it did not create (it closes over it)"
-            raise _write_refused(name, site, what, _first_write_to(w, writes))
-    for w, version in argument_versions:
-        if w._version != version:
-            what = f"an array of shape {w.shape} that it did not create (its argument)"
-            raise _write_refused(name, site, what, _first_write_to(w, writes))
-    if not _same_structure(received, segment_args):
-        what = "a list, dict or object that it received as an argument"
-        raise _write_refused(name, site, what, None)
-    recorded = tape.nodes[start:]
-    enclosing = segment.bit - 1  # the bits of the levels around the segment
-    for n in recorded:
-        if n.tag & enclosing:
+
+class _Block:
+    """One checkpointed call, in named steps: what ``f`` can reach, its run on a segment
+    level of its own, the checks of what it did, and the one node that replaces it."""
+
+    def __init__(self, f: Callable[..., Any], trace: Trace, leaves: list[Any], rebuild: Any):
+        self.f, self.trace, self.tape = f, trace, trace.tape
+        self.leaves, self.rebuild = leaves, rebuild
+        self.name = _function_name(f)
+        self.site = user_site()
+        self.watched, scalars, self.raw = reachable_values(f)
+        self.versions = [w._version for w in self.watched]
+        # Closed-over values that carry a gradient (a model's parameters): inputs too.
+        tape = self.tape
+        self.closed: list[WrappedValue] = [
+            w for w in (*self.watched, *scalars) if node_of(w, tape) is not None
+        ]
+        self.closed_nodes = [node_of(w, tape) for w in self.closed]
+        self.segment = Trace(tape, trace.depth + 1, trace.mode, trace)
+        self.start = len(tape.nodes)
+        self.writes: list[WriteRecord] = []
+
+    def run_once(self) -> Any:
+        """Run ``f`` once, on a nesting level of its own on the same tape, to see what it does.
+
+        Its writes are journalled (to name the line of a refused one); the raw
+        ndarrays it can reach are read-only while it runs, so numpy refuses a
+        write to them.
+        """
+        tape, segment = self.tape, self.segment
+        own_journal = tape.journal is None  # (explain may keep one already)
+        journal: list[tuple[int, WriteRecord]] = [] if own_journal else tape.journal
+        tape.journal = journal
+        journal_start = len(journal)
+        self.segment_args = [
+            _segment_wrapper(x, input_node(tape, segment.bit, None, x))
+            if isinstance(x, WrappedValue)
+            else x
+            for x in self.leaves
+        ]
+        self.received = self.rebuild(self.segment_args)
+        self.argument_versions = [(w, w._version) for w in self.segment_args
+                                  if isinstance(w, WrappedArray)]  # fmt: skip
+        bound = _bind(self.closed, tape, segment.bit, [None] * len(self.closed))
+        read_only = Frozen()
+        read_only.freeze([a for a in self.raw + [x for x in self.leaves if is_raw_array(x)]
+                          if a.base is None or can_freeze(a)])  # fmt: skip
+        token = STATE.set(segment)
+        try:
+            return self.f(*self.received)
+        except ValueError as error:
+            if "read-only" in str(error) and read_only.arrays:
+                raise _write_refused(
+                    self.name, self.site,
+                    "an ndarray that it did not create (an argument, or an array it closes over)",
+                    innermost_user_site(error.__traceback__),
+                ) from error  # fmt: skip
+            raise
+        finally:
+            STATE.reset(token)
+            read_only.thaw()
+            _unbind(bound)
+            if own_journal:
+                tape.journal = None
+            self.writes = [record for _, record in journal[journal_start:]]
+            del journal[journal_start:]  # explain: the segment's writes leave with its nodes
+
+    def check_what_it_did(self, out: Any) -> None:
+        """Refuse a write to what ``f`` did not create, a value of the enclosing call read
+        without an argument, and an output that is not one array or number."""
+        name, site = self.name, self.site
+        check_not_open_buffer(out, name)
+        for w, version in zip(self.watched, self.versions):
+            if w._version != version:
+                what = (f"a WrappedArray of shape {w.shape} that it did not create (it closes "
+                        "over it)")  # fmt: skip
+                raise _write_refused(name, site, what, _first_write_to(w, self.writes))
+        for w, version in self.argument_versions:
+            if w._version != version:
+                what = f"an array of shape {w.shape} that it did not create (its argument)"
+                raise _write_refused(name, site, what, _first_write_to(w, self.writes))
+        if not _same_structure(self.received, self.segment_args):
+            what = "a list, dict or object that it received as an argument"
+            raise _write_refused(name, site, what, None)
+        self.recorded = self.tape.nodes[self.start :]
+        enclosing = self.segment.bit - 1  # the bits of the levels around the segment
+        for n in self.recorded:
+            if n.tag & enclosing:
+                raise MutagradError(_read_around_message(name, n.site))
+        if isinstance(out, (list, tuple, dict)):
             raise MutagradError(
-                f"checkpointed({name}) reads a value that carries a gradient of the enclosing "
-                f"call, at\n    {describe_site(n.site)}\n"
-                "without receiving it as an argument, through a path checkpointed does not "
-                "follow (it looks through closures, defaults, globals, bound objects and their "
-                "attributes). Its gradient would be lost when the pullback recomputes the block.\n"
-                "Fix: pass it as an argument: checkpointed(lambda x, w: ..., x, w)."
+                f"checkpointed({name}) must return one array or number, not a "
+                f"{type(out).__name__}.\nFix: checkpoint each output separately, or return them "
+                "concatenated (np.concatenate) and split the result."
             )
-    if isinstance(out, (list, tuple, dict)):
-        raise MutagradError(
-            f"checkpointed({name}) must return one array or number, not a "
-            f"{type(out).__name__}.\nFix: checkpoint each output separately, or return them "
-            "concatenated (np.concatenate) and split the result."
-        )
-    out_node = node_of(out, tape) if isinstance(out, WrappedValue) else None
-    if out_node is None:
-        _drop_segment(tape, start, recorded, watched, None)
-        return out  # a constant: nothing to differentiate
 
-    inputs = (*outer_nodes, *closed_nodes)
-    tag = 0
-    for n in inputs:
-        if n is not None:
-            tag |= n.tag
-    data = out._raw
-    node = Node(CHECKPOINT_RULE, inputs, tape, tag, data, site, f"checkpointed({name})")
-    guards = _drop_segment(tape, start, recorded, watched, node)
-    saved = [_save(x, node, trace.mode) if isinstance(x, WrappedValue) else None for x in leaves]
-    if isinstance(data, np.ndarray) and any(
-        isinstance(x, WrappedValue) and np.may_share_memory(data, x._raw) for x in leaves
-    ):
-        data = data.copy()  # f returned (a view of) an argument: the output owns its memory
-    result = wrap(data, node)
-    output: Any = (
-        capture(result, data, node, POISON)
-        if isinstance(data, np.ndarray)
-        else _SavedScalar(data)
+    def record(self, out: Any, outer_nodes: list[Node | None]) -> Any:
+        """Replace the segment's nodes by one CHECKPOINT node: its inputs, what it saves
+        (the arguments, guards on the arrays it closes over, the output) and ``f``."""
+        tape, leaves = self.tape, self.leaves
+        out_node = node_of(out, tape) if isinstance(out, WrappedValue) else None
+        if out_node is None:
+            _drop_segment(tape, self.start, self.recorded, self.watched, None)
+            return out  # a constant: nothing to differentiate
+        inputs = (*outer_nodes, *self.closed_nodes)
+        tag = 0
+        for n in inputs:
+            if n is not None:
+                tag |= n.tag
+        data = out._raw
+        node = Node(CHECKPOINT_RULE, inputs, tape, tag, data, self.site,
+                    f"checkpointed({self.name})")  # fmt: skip
+        guards = _drop_segment(tape, self.start, self.recorded, self.watched, node)
+        mode = self.trace.mode
+        saved = [_save(x, node, mode) if isinstance(x, WrappedValue) else None for x in leaves]
+        if isinstance(data, np.ndarray) and any(
+            isinstance(x, WrappedValue) and np.may_share_memory(data, x._raw) for x in leaves
+        ):
+            data = data.copy()  # f returned (a view of) an argument: the output owns its memory
+        result = wrap(data, node)
+        output: Any = (
+            capture(result, data, node, POISON)
+            if isinstance(data, np.ndarray)
+            else _SavedScalar(data)
+        )
+        kwargs = {
+            "f": self.f,
+            "name": self.name,
+            "site": self.site,
+            "mode": mode,
+            "rebuild": self.rebuild,
+            "saved": saved,
+            "constants": [None if isinstance(x, WrappedValue) else x for x in leaves],
+            "closed": self.closed,
+            "guards": guards,
+            "output": output,
+        }
+        push(node, (*guards, *(c for c in saved if type(c) is Capture)), kwargs)
+        return result
+
+
+def _read_around_message(name: str, site: Site | None) -> str:
+    return (
+        f"checkpointed({name}) reads a value that carries a gradient of the enclosing "
+        f"call, at\n    {describe_site(site)}\n"
+        "without receiving it as an argument, through a path checkpointed does not "
+        "follow (it looks through closures, defaults, globals, bound objects and their "
+        "attributes). Its gradient would be lost when the pullback recomputes the block.\n"
+        "Fix: pass it as an argument: checkpointed(lambda x, w: ..., x, w)."
     )
-    kwargs = {
-        "f": f,
-        "name": name,
-        "site": site,
-        "mode": trace.mode,
-        "rebuild": rebuild,
-        "saved": saved,
-        "constants": [None if isinstance(x, WrappedValue) else x for x in leaves],
-        "closed": closed,
-        "guards": guards,
-        "output": output,
-    }
-    push(node, (*guards, *(c for c in saved if type(c) is Capture)), kwargs)
-    return result
 
 
 def _drop_segment(

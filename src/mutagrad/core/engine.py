@@ -451,7 +451,7 @@ class VjpRule(Rule):
     ``fun`` computes the primal value from raw arrays.
     """
 
-    __slots__ = ("_plans", "fun", "params", "reads", "trusted", "vjps")
+    __slots__ = ("_plans", "complete", "fun", "params", "reads", "trusted", "vjps")
     saves_by_position = True
 
     def __init__(
@@ -476,6 +476,9 @@ class VjpRule(Rule):
         # arguments; a user's rule gets read-only views and its output is
         # copied if it aliases an argument.
         self.trusted = trusted
+        # mutagrad's own rule with a vjp for every argument (one without: an index, an
+        # integer): the fast path of :meth:`backward` needs no other check.
+        self.complete = trusted and all(vjp is not None for vjp in vjps)
         self._plans: dict[Any, tuple[tuple[bool, ...], bool]] = {}
 
     def plan(self, active: int, n: int) -> tuple[tuple[bool, ...], bool]:
@@ -500,37 +503,40 @@ class VjpRule(Rule):
         return plan
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        """One or two inputs, each with a vjp, mutagrad's own, on plain arrays: nearly every
+        node. :meth:`_backward_general` unrolled (``tests/core/test_fast_paths.py`` runs both
+        on the same nodes); anything else goes there.
+
+        One function, not one per arity: a call more per node costs 1.4-2.3% of the
+        instructions of a gradient call (mse_vec, network, mse_loop; callgrind), so this
+        stays the one function in the engine above cyclomatic complexity 25.
+        """
         inputs = node.inputs
-        vjps = self.vjps
         n_inputs = len(inputs)
         if (
             n_inputs > 2
-            or len(vjps) != n_inputs
-            or not self.trusted
+            or not self.complete
+            or len(self.vjps) != n_inputs
             or (bk.recording and bk.needs_recording(node, g))
         ):
             self._backward_general(node, g, owned, bk)
             return
-        # One or two inputs, mutagrad's own vjps, plain arrays: nearly every
-        # node. The general path below, unrolled. mutagrad's vjps return g or
-        # fresh arrays (never a saved value); the engine may update a cotangent
-        # in place only if it owns it and no other input got it too.
+        # mutagrad's vjps return g or fresh arrays (never a saved value); the engine
+        # may update a cotangent in place only if it owns it and no other input got it.
+        vjps = self.vjps
         kwargs = node.aux
         bit = bk.bit
         if n_inputs == 1:
             inp = inputs[0]
             if inp is None or not inp.tag & bit:
                 return
-            vjp = vjps[0]
-            if vjp is None:
-                self._no_derivative(inp, 0)
-                return
             x, ans = node.saved
             if type(x) is Capture:
                 x = x.read()
             if type(ans) is Capture:
                 ans = ans.read()
-            c = vjp(g, ans, x, **kwargs) if kwargs else vjp(g, ans, x)
+            # ``f(**{})`` costs more than ``f()``: most nodes have no keywords.
+            c = vjps[0](g, ans, x, **kwargs) if kwargs else vjps[0](g, ans, x)
             bk.accumulate(inp, c, owned if c is g else _fresh(c))
             return
         inp0, inp1 = inputs
@@ -541,50 +547,29 @@ class VjpRule(Rule):
             y = y.read()
         if type(ans) is Capture:
             ans = ans.read()
-        c0 = c1 = None
-        if inp0 is not None and inp0.tag & bit:
-            vjp = vjps[0]
-            if vjp is None:
-                self._no_derivative(inp0, 0)
-                inp0 = None
-            else:
-                c0 = vjp(g, ans, x, y, **kwargs) if kwargs else vjp(g, ans, x, y)
+        live0 = inp0 is not None and inp0.tag & bit
+        live1 = inp1 is not None and inp1.tag & bit
+        if kwargs:
+            c0 = vjps[0](g, ans, x, y, **kwargs) if live0 else None
+            c1 = vjps[1](g, ans, x, y, **kwargs) if live1 else None
         else:
-            inp0 = None
-        if inp1 is not None and inp1.tag & bit:
-            vjp = vjps[1]
-            if vjp is None:
-                self._no_derivative(inp1, 1)
-                inp1 = None
-            else:
-                c1 = vjp(g, ans, x, y, **kwargs) if kwargs else vjp(g, ans, x, y)
-        else:
-            inp1 = None
-        alone = inp0 is None or inp1 is None or c0 is not c1
-        if inp0 is not None:
+            c0 = vjps[0](g, ans, x, y) if live0 else None
+            c1 = vjps[1](g, ans, x, y) if live1 else None
+        alone = not (live0 and live1) or c0 is not c1
+        if live0:
             bk.accumulate(inp0, c0, alone and (owned if c0 is g else _fresh(c0)))
-        if inp1 is not None:
+        if live1:
             bk.accumulate(inp1, c1, alone and (owned if c1 is g else _fresh(c1)))
 
     def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
         inputs = node.inputs
-        saved = node.saved
-        if bk.recording and bk.needs_recording(node, g):
-            n = len(inputs)
-            vals = [bk.traced(v, inputs[i] if i < n else node) for i, v in enumerate(saved)]
-            trusted = False
-        else:
-            vals = [v.read() if type(v) is Capture else v for v in saved]
-            trusted = self.trusted
-            if not trusted:
-                vals = [read_only(v) for v in vals]
+        vals, trusted = self._readable(node, g, bk)
         ans = vals.pop()
         kwargs = node.aux or _NO_KWARGS
         vjps = self.vjps
         bit = bk.bit
-        first = None
-        results = None
+        results = []
         for i, inp in enumerate(inputs):
             if inp is None or not inp.tag & bit:
                 continue
@@ -592,23 +577,26 @@ class VjpRule(Rule):
             if vjp is None:
                 self._no_derivative(inp, i)
                 continue
-            result = (inp, vjp(g, ans, *vals, **kwargs))
-            if first is None:
-                first = result
-            elif results is None:
-                results = [first, result]
-            else:
-                results.append(result)
+            results.append((inp, vjp(g, ans, *vals, **kwargs)))
         # A user's vjp may return a saved value or a view: only g itself, or an
-        # array mutagrad's own vjp allocated, may be updated in place.
-        if results is None:
-            if first is not None:
-                inp, c = first
-                bk.accumulate(inp, c, owned if c is g else trusted and _fresh(c))
-            return
+        # array mutagrad's own vjp allocated, may be updated in place; and one
+        # cotangent handed to two inputs by neither.
         for inp, c in results:
-            alone = sum(other is c for _, other in results) == 1
+            alone = len(results) == 1 or sum(other is c for _, other in results) == 1
             bk.accumulate(inp, c, alone and (owned if c is g else trusted and _fresh(c)))
+
+    def _readable(self, node: Node, g: Any, bk: BackwardPass) -> tuple[list[Any], bool]:
+        """What the vjps of ``node`` read, and whether they are trusted with it: traced
+        values in a recorded sweep, read-only views for a user's rule."""
+        inputs = node.inputs
+        saved = node.saved
+        if bk.recording and bk.needs_recording(node, g):
+            n = len(inputs)
+            return [bk.traced(v, inputs[i] if i < n else node) for i, v in enumerate(saved)], False
+        vals = [v.read() if type(v) is Capture else v for v in saved]
+        if not self.trusted:
+            vals = [read_only(v) for v in vals]
+        return vals, self.trusted
 
     def _no_derivative(self, inp: Node, i: int) -> None:
         """An active argument without a vjp: fine for an integer (an index, a size)."""
@@ -729,7 +717,11 @@ class BackwardPass:
         return TRACED.handle(value, node, base)
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
-        """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it."""
+        """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it.
+
+        The common case, a float64 cotangent of a float64 value, is here; everything else
+        is :meth:`accumulate_general`'s.
+        """
         kind = type(c)
         if (kind is np.float64 or kind is np.ndarray) and c.dtype is node.dtype:
             # The common case: a float64 cotangent for a float64 value.
@@ -754,6 +746,13 @@ class BackwardPass:
             if kind is np.float64 and kind_old is np.float64:
                 cots[node] = old + c
                 return
+        self.accumulate_general(node, c, owned)
+
+    def accumulate_general(self, node: Node, c: Any, owned: bool = False) -> None:
+        """:meth:`accumulate` for every cotangent: structural zeros, sparse ones, other dtypes
+        and shapes, traced values (the fast path above is its float64 case, unrolled;
+        ``tests/core/test_fast_paths.py`` runs both on the same cotangents)."""
+        kind = type(c)
         if c is None or kind is NoTangent:
             return
         cots = self.cots

@@ -424,11 +424,38 @@ _NUMBERS = (float, int, np.generic)
 
 
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
-    """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given)."""
+    """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given).
+
+    The steps, each a function below: :func:`_checked_value` (may ``w`` be
+    written, and with what: the value, its node), :func:`_landing` (where in
+    ``w``'s memory the values land), :func:`_poison` (the captures the write
+    overlaps), :func:`_write` (numpy's write, the new version), then
+    :func:`commit` (the write's node, inside a gradient call).
+    """
     trace = STATE.get()
     key, basic = indexing.normalize_index(index)
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
+    value, raw_value, value_node, base = _checked_value(w, value, operation, trace)
+    if basic and mask is None and _is_self_assignment(w, key, value):
+        return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
+    data = w._raw
+    if value_node is not None and data.dtype.kind in "biu":
+        _refuse_truncation(data, raw_value, operation)
+    kind, place, index_out, winners, element = _landing(w, data, key, basic, mask, value_node)
+    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace)
+    _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
+    base._version += 1
+    if trace is not None:
+        site = write.site if write is not None else None  # None: commit finds it if it needs it
+        commit(base, place, value_node, trace, kind, index_out, winners, site, element)
+
+
+def _checked_value(
+    w: WrappedArray, value: Any, operation: str, trace: Trace | None
+) -> tuple[Any, Any, Node | None, WrappedArray]:
+    """Check the write (:func:`prepare_write`) and resolve the value: ``(value, its raw data,
+    its node, w's base)``. A list of traced values is stacked first."""
     if type(value) in (list, tuple) and holds_wrapped(value):
         _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
@@ -444,35 +471,44 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         raw_value = value._raw
     else:
         raw_value = unwrap(value) if isinstance(value, (list, tuple)) else value
-    if basic and mask is None and _is_self_assignment(w, key, value):
-        return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
-    data = w._raw
-    if (
-        value_node is not None
-        and data.dtype.kind in "biu"
-        and np.asarray(raw_value).dtype.kind in "fc"
-    ):
+    return value, raw_value, value_node, base
+
+
+def _refuse_truncation(data: np.ndarray, raw_value: Any, operation: str) -> None:
+    """Traced floats stored into an integer array: numpy truncates them, which is refused."""
+    if np.asarray(raw_value).dtype.kind in "fc":
         raise NotDifferentiableError(
             f"{operation} stores traced floating-point values into "
             f"{with_article(str(data.dtype))} array, which "
             "truncates them; the result has no derivative.\nFix: use a float array, or cast "
             "explicitly (x.astype(int)) if the truncation is intended."
         )
-    winners = None
-    element = None
+
+
+def _landing(
+    w: WrappedArray, data: np.ndarray, key: Any, basic: bool, mask: Any, value_node: Node | None
+) -> tuple[int, np.ndarray, Any, Any, Any]:
+    """Where the values land: ``(kind of index, the place written, the index, the winners of
+    repeated fancy indices, the element index of a one-element write into the base)``."""
     if mask is not None:
-        kind, place, index_out = MASK_INDEX, data, np.array(mask, dtype=bool)
-    elif basic:
-        place = data[key]
-        if not isinstance(place, np.ndarray):  # every axis indexed by an integer: one element
-            place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
-            if w._base is None:
-                element = key  # an index into the base itself, as the pullback's g is
-        kind, index_out = NO_INDEX, None
-    else:
-        kind, place, index_out = FANCY_INDEX, data, key
-        if value_node is not None:
-            winners = _winners(data, key)
+        return MASK_INDEX, data, np.array(mask, dtype=bool), None, None
+    if not basic:
+        winners = _winners(data, key) if value_node is not None else None
+        return FANCY_INDEX, data, key, winners, None
+    place = data[key]
+    element = None
+    if not isinstance(place, np.ndarray):  # every axis indexed by an integer: one element
+        place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+        if w._base is None:
+            element = key  # an index into the base itself, as the pullback's g is
+    return NO_INDEX, place, None, None, element
+
+
+def _poison(
+    base: WrappedArray, data: np.ndarray, key: Any, kind: int, place: np.ndarray, mask: Any,
+    index_out: Any, operation: str, trace: Trace | None,
+) -> WriteRecord | None:  # fmt: skip
+    """Poison (or snapshot) the captures the write overlaps; the write's record, if needed."""
     write = _write_record(base, operation, key, place, trace)
     if write is not None:  # a capture to poison, or explain's journal
         written = None
@@ -480,11 +516,21 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
             selected = _selection(data, key, index_out if mask is not None else None)
             written = WrittenElements(data, selected, base._raw)
         invalidate(base, place, write, None, written)
-    # The tape records the value as read before the write. numpy promises that
-    # for overlapping memory, but not in every case (a reversed array written
-    # from itself is copied element by element): keep the old value to check.
-    # Outside a gradient call nothing is recorded (a capture is poisoned or
-    # copied whichever values land), so numpy's result stands, as for an ndarray.
+    return write
+
+
+def _write(
+    data: np.ndarray, key: Any, raw_value: Any, mask: Any, index_out: Any, place: np.ndarray,
+    kind: int, trace: Trace | None, operation: str, write: WriteRecord | None,
+) -> None:  # fmt: skip
+    """numpy's write, refused where it copied overlapping values element by element.
+
+    The tape records the value as read before the write. numpy promises that
+    for overlapping memory, but not in every case (a reversed array written
+    from itself is copied element by element): keep the old value to check.
+    Outside a gradient call nothing is recorded (a capture is poisoned or
+    copied whichever values land), so numpy's result stands, as for an ndarray.
+    """
     before = (
         raw_value.copy()
         if trace is not None
@@ -497,7 +543,6 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         data[key] = raw_value
     else:
         np.copyto(data, raw_value, where=index_out)
-    base._version += 1
     if before is not None and not np.array_equal(
         place, np.broadcast_to(before.astype(place.dtype), place.shape), equal_nan=True
     ):
@@ -508,9 +553,6 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
             "same write had just replaced; mutagrad records the values as read first.\n"
             "Fix: copy the values (y[k] = v.copy()) if the values before the write are meant."
         )
-    if trace is not None:
-        site = write.site if write is not None else None  # None: commit finds it if it needs it
-        commit(base, place, value_node, trace, kind, index_out, winners, site, element)
 
 
 def _assign_untraced(w: WrappedArray, key: Any, basic: bool, value: Any) -> bool:
@@ -629,28 +671,15 @@ def write_in_place(
     The rule's node becomes ``out``'s new value. Its own saved inputs that
     alias ``out`` are copied before the write (it must not poison itself);
     a rule reading its output reads ``out`` after the write. ``rule`` is
-    ``None`` for a write whose value carries no derivative.
+    ``None`` for a write whose value carries no derivative. The steps: check
+    (:func:`prepare_write`), record the operation (:func:`_record_operation`),
+    poison what the write overlaps, numpy's write, then record the write.
+    Outside a gradient call :func:`_write_in_place_untraced` does the same
+    where only numpy's write and a new version are needed.
     """
     trace = STATE.get()
-    if trace is None:
-        base = out._base if out._base is not None else out
-        if _writes_plainly(out, base):
-            # What the path below does with no trace, no flag and no capture,
-            # unless an input is a list holding WrappedValues (stacked there).
-            raw_inputs = []
-            for a in inputs:
-                kind = type(a)
-                if (kind is list or kind is tuple) and holds_wrapped(a):
-                    break
-                if isinstance(a, WrappedValue):
-                    if RUNNING and runs_elsewhere(a):
-                        break  # (operand refuses it if its call runs in another thread)
-                    a = a._raw
-                raw_inputs.append(a)
-            else:
-                perform(raw_inputs, out._raw)
-                base._version += 1
-                return out
+    if trace is None and _write_in_place_untraced(inputs, out, perform):
+        return out
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     inputs = tuple(array_like(a) for a in inputs)
@@ -658,31 +687,66 @@ def write_in_place(
     raw = [r for r, _ in resolved]
     nodes = [n for _, n in resolved]
     target = out._raw
-    node = None
-    need_ans = False
-    site = None
-    if truncates(target, raw, nodes):
-        rule = None  # traced floats truncated into an integer array: no derivative
-    if rule is not None and any(n is not None for n in nodes):
-        assert trace is not None
-        if base._flags & EXPORTED:
-            _refuse_exported(None)
-        site = user_site()
-        node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, site)
+    node, need_ans, site = _record_operation(rule, inputs, raw, nodes, base, target, kwargs, trace)
     write = _write_record(base, operation, Ellipsis, target, trace, site)
     if write is not None:
         invalidate(base, target, write, node)
     perform(raw, target)
     base._version += 1
-    if trace is not None:
-        if node is not None and need_ans:
-            save_output(node, out, trace.mode)
-        if node is not None and out._base is None:
-            base._node = node  # the op's value is the array's whole new value
-            trace.tape.touch(base)
-        else:
-            commit(base, target, node, trace, site=write.site if write is not None else site)
+    if trace is None:
+        return out
+    if node is not None and need_ans:
+        save_output(node, out, trace.mode)
+    if node is not None and out._base is None:
+        base._node = node  # the op's value is the array's whole new value
+        trace.tape.touch(base)
+    else:
+        commit(base, target, node, trace, site=write.site if write is not None else site)
     return out
+
+
+def _write_in_place_untraced(
+    inputs: tuple[Any, ...], out: WrappedArray, perform: Callable[[list[Any], np.ndarray], None]
+) -> bool:
+    """:func:`write_in_place` outside a gradient call when no flag or capture asks for more.
+
+    Returns False, having done nothing, where the full path is needed: a
+    flag or a capture (:func:`_writes_plainly`), an input that is a list
+    holding WrappedValues (stacked there), or one of a call running in
+    another thread (refused there).
+    """
+    base = out._base if out._base is not None else out
+    if not _writes_plainly(out, base):
+        return False
+    raw_inputs = []
+    for a in inputs:
+        kind = type(a)
+        if (kind is list or kind is tuple) and holds_wrapped(a):
+            return False
+        if isinstance(a, WrappedValue):
+            if RUNNING and runs_elsewhere(a):
+                return False
+            a = a._raw
+        raw_inputs.append(a)
+    perform(raw_inputs, out._raw)
+    base._version += 1
+    return True
+
+
+def _record_operation(
+    rule: VjpRule | None, inputs: tuple[Any, ...], raw: list[Any], nodes: list[Node | None],
+    base: WrappedArray, target: np.ndarray, kwargs: dict[str, Any] | None, trace: Trace | None,
+) -> tuple[Node | None, bool, Site | None]:  # fmt: skip
+    """The node of the operation whose result the write stores, if it carries a derivative:
+    ``(node, whether its pullback reads the output, the user's site)``."""
+    if rule is None or all(n is None for n in nodes) or truncates(target, raw, nodes):
+        return None, False, None  # (traced floats truncated into an integer array)
+    assert trace is not None
+    if base._flags & EXPORTED:
+        _refuse_exported(None)
+    site = user_site()
+    node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, site)
+    return node, need_ans, site
 
 
 def ufunc_into(
