@@ -332,33 +332,11 @@ class GradientCall:
                 raise
 
     def _wrap(self, x: Any) -> Any:
+        """Argument leaf ``x`` as ``f`` sees it: a WrappedValue with an input node, or
+        ``x`` itself where it passes through undifferentiated (a string, None)."""
         outer = None
         if type(x) is np.ndarray and x.dtype.kind in "iuf":
-            # The caller's array is borrowed (copied on f's first write to it)
-            # and frozen, so f cannot write it by name. A view of it made
-            # before the call (``v = a[:]``, a memoryview, np.frombuffer)
-            # stays writable whatever flags are set here: a write through it
-            # during f is caught by the fingerprint check in :meth:`run`.
-            if not self.locked:
-                _lock()  # (released by __init__, after freezing)
-                self.locked = True
-            flags = x.flags
-            if self.borrow and x.base is None and flags.writeable and (
-                flags.c_contiguous or flags.f_contiguous
-            ):  # the common case, the caller's own array: borrowed and frozen here
-                w = self._borrow(x)
-                x.setflags(write=False)  # (the view stays writeable: made before)
-                self.frozen.arrays.append(x)
-            elif self.borrow and _borrowable(x):
-                w = self._borrow(x)
-                self.to_freeze.append(x)
-            else:
-                w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
-                if not flags.writeable and not _frozen_by_a_call(x):
-                    w._raw.flags.writeable = False  # numpy would refuse f's writes to it
-                elif x.base is None or can_freeze(x):
-                    self.to_freeze.append(x)
-            self.watched.append((x, fingerprint(x), w))
+            w = self._wrap_callers_array(x)
         elif not _is_differentiable_leaf(x):
             if not passes_through(x):
                 name = (
@@ -387,6 +365,36 @@ class GradientCall:
         node = input_node(self.tape, self.trace.bit, outer, w._raw)
         w._node = node
         self.inputs.append(node)
+        return w
+
+    def _wrap_callers_array(self, x: np.ndarray) -> WrappedArray:
+        """The caller's numeric ndarray: borrowed (copied on ``f``'s first write to it) and
+        frozen, so ``f`` cannot write it by name; or copied where it cannot be borrowed.
+
+        A view of it made before the call (``v = a[:]``, a memoryview,
+        ``np.frombuffer``) stays writable whatever flags are set here: a write
+        through it during ``f`` is caught by the fingerprint check in :meth:`run`.
+        """
+        if not self.locked:
+            _lock()  # (released by __init__, after freezing)
+            self.locked = True
+        flags = x.flags
+        if self.borrow and x.base is None and flags.writeable and (
+            flags.c_contiguous or flags.f_contiguous
+        ):  # the common case, the caller's own array: borrowed and frozen here
+            w = self._borrow(x)
+            x.setflags(write=False)  # (the view stays writeable: made before)
+            self.frozen.arrays.append(x)
+        elif self.borrow and _borrowable(x):
+            w = self._borrow(x)
+            self.to_freeze.append(x)
+        else:
+            w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
+            if not flags.writeable and not _frozen_by_a_call(x):
+                w._raw.flags.writeable = False  # numpy would refuse f's writes to it
+            elif x.base is None or can_freeze(x):
+                self.to_freeze.append(x)
+        self.watched.append((x, fingerprint(x), w))
         return w
 
     def _borrow(self, x: np.ndarray) -> WrappedArray:

@@ -17,7 +17,7 @@ it follow the same ``mode`` (strict, poison or snapshot) as anywhere else.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -137,40 +137,48 @@ def _jacobians(
     kinds: list[str],
     caller: str,
 ) -> list[Any]:
-    """One sweep per output element; the Jacobian of each target (None for kind _NONE)."""
+    """One sweep per output element; the Jacobian of each target (None for kind _NONE).
+
+    At top level the rows are written into preallocated matrices; inside an
+    enclosing gradient call (a Hessian's outer call) they are traced values,
+    stacked on the outer tape.
+    """
     out_node, out_shape, out_dtype = _output(call, out, caller)
     rows = int(np.prod(out_shape, dtype=np.int64))
     seed_dtype = cotangent_dtype(out_dtype)
-    nested = call.parent is not None
     sizes = [int(np.size(t._raw if isinstance(t, WrappedValue) else t)) for t in targets]
     dtypes = [
         None if kind == _NONE else np.result_type(seed_dtype, cotangent_dtype(_dtype_of(t)))
         for t, kind in zip(targets, kinds)
     ]
-    if not nested:
+    wanted = [i for i, kind in enumerate(kinds) if kind != _NONE and nodes[i] is not None]
+
+    def sweeps() -> Iterator[BackwardPass | None]:
+        """Each output element's backward pass (None where no target is reached)."""
+        for k in range(rows):
+            reached = out_node is not None and wanted
+            yield call.sweep(out_node, _one_hot(out_shape, seed_dtype, k)) if reached else None
+
+    if call.parent is None:
         results: list[Any] = [
             None if kind == _NONE else np.zeros((rows, size), dtype=dtype)
             for kind, size, dtype in zip(kinds, sizes, dtypes)
         ]
+        for k, bk in enumerate(sweeps()):
+            for i in wanted:
+                if bk is not None:
+                    _fill_row(results[i][k], nodes[i], bk)
     else:
         traced_rows: list[list[Any]] = [[] for _ in targets]
-    wanted = [i for i, kind in enumerate(kinds) if kind != _NONE and nodes[i] is not None]
-    for k in range(rows):
-        bk = None
-        if out_node is not None and wanted:
-            bk = call.sweep(out_node, _one_hot(out_shape, seed_dtype, k))
-        for i, kind in enumerate(kinds):
-            if kind == _NONE:
-                continue
-            node = nodes[i]
-            if not nested:
-                if bk is not None and node is not None:
-                    _fill_row(results[i][k], node, bk)
-            elif bk is None or node is None:
-                traced_rows[i].append(np.zeros(sizes[i], dtype=dtypes[i]))
-            else:
-                traced_rows[i].append(_traced_row(targets[i], node, bk, sizes[i]))
-    if nested:
+        for bk in sweeps():
+            for i, kind in enumerate(kinds):
+                if kind == _NONE:
+                    continue
+                node = nodes[i]
+                if bk is None or node is None:
+                    traced_rows[i].append(np.zeros(sizes[i], dtype=dtypes[i]))
+                else:
+                    traced_rows[i].append(_traced_row(targets[i], node, bk, sizes[i]))
         results = [
             None if kind == _NONE else _stack_rows(traced_rows[i], sizes[i], dtypes[i])
             for i, kind in enumerate(kinds)

@@ -196,29 +196,43 @@ class vectorize(_np.vectorize):
     """
 
     def _vectorize_call(self, func: Any, args: Any) -> Any:
-        if not args or not any(isinstance(a, _WrappedValue) or _traced_sequence(a)
-                               for a in args):  # fmt: skip
+        if not args or not any(_traced_argument(a) for a in args):
             return super()._vectorize_call(func, args)
-        args = [asarray(a) if isinstance(a, _WrappedValue) or _traced_sequence(a)
-                else _np.asanyarray(a) for a in args]  # fmt: skip
-        first = None
+        args = [asarray(a) if _traced_argument(a) else _np.asanyarray(a) for a in args]
+        if self.signature is None and self.otypes is None and any(a.size == 0 for a in args):
+            return super()._vectorize_call(func, [_unwrap(a) for a in args])  # numpy raises
+        in_core, nout, first = self._cores_and_outputs(func, args)
+        loop = _np.broadcast_shapes(*(_loop_shape(a, core) for a, core in zip(args, in_core)))
+        if _np.prod(loop) == 0:
+            return super()._vectorize_call(func, [_unwrap(a) for a in args])
+        columns = self._columns(func, args, in_core, loop, nout, first)
+        typed = first if first is not None else tuple(column[0] for column in columns)
+        typed = typed if isinstance(typed, tuple) else (typed,)
+        outputs = []
+        for k, column in enumerate(columns):
+            dtype = _np.dtype(self.otypes[k]) if self.otypes is not None else _dtype_of(typed[k])
+            stacked = _np.stack([asarray(r) for r in column])
+            outputs.append(stacked.reshape(loop + stacked.shape[1:]).astype(dtype, copy=False))
+        return outputs[0] if nout == 1 else tuple(outputs)
+
+    def _cores_and_outputs(self, func: Any, args: list[Any]) -> tuple[Any, int, Any]:
+        """Each argument's core dimensions, the number of outputs, and the result of
+        numpy's first call that finds the output types (None when numpy makes none)."""
         if self.signature is not None:
             in_core, out_core = self._in_and_out_core_dims
             if len(args) != len(in_core):
                 raise TypeError(f"wrong number of positional arguments: expected "
                                 f"{len(in_core)!r}, got {len(args)!r}")  # fmt: skip
-            nout = len(out_core)
-        elif self.otypes is not None:
-            in_core, nout = [()] * len(args), len(self.otypes)
-        else:
-            in_core = [()] * len(args)
-            if any(a.size == 0 for a in args):
-                return super()._vectorize_call(func, [_unwrap(a) for a in args])  # numpy raises
-            first = func(*(_np.ravel(a)[0] for a in args))  # numpy's call that finds the types
-            nout = len(first) if isinstance(first, tuple) else 1
-        loop = _np.broadcast_shapes(*(_loop_shape(a, core) for a, core in zip(args, in_core)))
-        if _np.prod(loop) == 0:
-            return super()._vectorize_call(func, [_unwrap(a) for a in args])
+            return in_core, len(out_core), None
+        if self.otypes is not None:
+            return [()] * len(args), len(self.otypes), None
+        first = func(*(_np.ravel(a)[0] for a in args))
+        return [()] * len(args), len(first) if isinstance(first, tuple) else 1, first
+
+    def _columns(self, func: Any, args: list[Any], in_core: Any, loop: tuple[int, ...],
+                 nout: int, first: Any) -> list[list[Any]]:  # fmt: skip
+        """``func`` called on each element (or core sub-array) in numpy's order: its
+        results, one list per output."""
         spread = [_np.broadcast_to(a, loop + a.shape[a.ndim - len(core):])
                   for a, core in zip(args, in_core)]  # fmt: skip
         columns: list[list[Any]] = [[] for _ in range(nout)]
@@ -233,14 +247,11 @@ class vectorize(_np.vectorize):
                                  f"got {len(results)!r}")  # fmt: skip
             for column, result in zip(columns, results):
                 column.append(result)
-        typed = first if first is not None else tuple(column[0] for column in columns)
-        typed = typed if isinstance(typed, tuple) else (typed,)
-        outputs = []
-        for k, column in enumerate(columns):
-            dtype = _np.dtype(self.otypes[k]) if self.otypes is not None else _dtype_of(typed[k])
-            stacked = _np.stack([asarray(r) for r in column])
-            outputs.append(stacked.reshape(loop + stacked.shape[1:]).astype(dtype, copy=False))
-        return outputs[0] if nout == 1 else tuple(outputs)
+        return columns
+
+
+def _traced_argument(a: Any) -> bool:
+    return isinstance(a, _WrappedValue) or _traced_sequence(a)
 
 
 def _loop_shape(a: Any, core: tuple[str, ...]) -> tuple[int, ...]:

@@ -261,31 +261,50 @@ def _conversion_construct(
     expression: ast.expr | None, operation: str, site: Site
 ) -> tuple[str, list[str]]:
     """What converted a traced value (in the user's words) and the fixes that suit it."""
+    raw_write = any(marker in operation for marker in _RAW_WRITE_MARKERS)
     which = _concatenator(expression)
-    if which is not None and not any(marker in operation for marker in _RAW_WRITE_MARKERS):
+    if which is not None and not raw_write:
         assert isinstance(expression, ast.Subscript)
         return _concatenator_construct(expression, which)
-    if (
-        any(marker in operation for marker in _RAW_WRITE_MARKERS)
-        or isinstance(expression, ast.Subscript)
-        or _is_setitem_call(expression)
-    ):
+    if raw_write or isinstance(expression, ast.Subscript) or _is_setitem_call(expression):
         return _raw_write(expression, site)
     if not isinstance(expression, ast.Call):
         return f"{operation} of a traced value", [
             "keep the value an array: numpy functions accept traced arrays as they are",
             "if no gradient should flow through it, convert mutagrad.ignore_derivatives(x)",
         ]
-    func = expression.func
-    called = ast.unparse(func)
-    name = func.attr if isinstance(func, ast.Attribute) else called
-    module = root_name(func) if isinstance(func, ast.Attribute) else None
-    argument = ast.unparse(expression.args[0]) if expression.args else "x"
-    rest = [ast.unparse(a) for a in expression.args[1:]]
-    arguments = ", ".join([argument, *rest])
-    # The call with its first argument as a constant: the fix when no gradient should flow.
-    ignored = f"{called}({', '.join([f'mutagrad.ignore_derivatives({argument})', *rest])})"
-    if module in NUMPY_MODULE_NAMES and name in _ASARRAY_FUNCTIONS:
+    call = _ConvertingCall(expression)
+    if call.module in NUMPY_MODULE_NAMES:
+        found = _numpy_call_construct(call)
+        if found is not None:
+            return found
+    return _python_call_construct(call, operation)
+
+
+class _ConvertingCall:
+    """The user's call that converted a traced value, in the words the fixes use."""
+
+    def __init__(self, expression: ast.Call):
+        self.expression = expression
+        func = self.func = expression.func
+        self.called = ast.unparse(func)
+        self.name = func.attr if isinstance(func, ast.Attribute) else self.called
+        self.module = root_name(func) if isinstance(func, ast.Attribute) else None
+        self.argument = ast.unparse(expression.args[0]) if expression.args else "x"
+        self.rest = [ast.unparse(a) for a in expression.args[1:]]
+        self.arguments = ", ".join([self.argument, *self.rest])
+        # The call with its first argument as a constant: the fix when no gradient should flow.
+        constant = f"mutagrad.ignore_derivatives({self.argument})"
+        self.ignored = f"{self.called}({', '.join([constant, *self.rest])})"
+
+
+def _numpy_call_construct(call: _ConvertingCall) -> tuple[str, list[str]] | None:
+    """``np.asarray``, ``np.array``, ``np.full``, a scalar type, a function taking a list."""
+    expression, called, name, module, argument = (
+        call.expression, call.called, call.name, call.module, call.argument
+    )  # fmt: skip
+    assert module is not None
+    if name in _ASARRAY_FUNCTIONS:
         if expression.args and _list_argument(expression, name) == 0:
             return f"{called}([...]) of a list holding traced values", [
                 f"{module}.stack({argument}) keeps the gradient of every element",
@@ -295,7 +314,7 @@ def _conversion_construct(
             f"remove the conversion: numpy functions accept the traced `{argument}` as it is",
             f"or use mnp.asarray({argument}) (import mutagrad.numpy as mnp), which keeps it traced",
         ]
-    if module in NUMPY_MODULE_NAMES and name == "array":
+    if name == "array":
         if expression.args and isinstance(
             expression.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp)
         ):
@@ -307,37 +326,44 @@ def _conversion_construct(
             f"copy it with {argument}.copy(), or use mnp.array({argument}) "
             "(import mutagrad.numpy as mnp)",
         ]
-    if module in NUMPY_MODULE_NAMES and name == "full" and len(expression.args) >= 2:
+    if name == "full" and len(expression.args) >= 2:
         # numpy converts the fill value itself, before any protocol could see it.
         shape, fill = argument, ast.unparse(expression.args[1])
         return f"{called}({shape}, {fill}) with a traced fill value", [
             f"mnp.full({shape}, {fill}) (import mutagrad.numpy as mnp) keeps its gradient",
             f"or {called}({shape}, {fill}, like={fill}), or np.full_like(an_array, {fill})",
         ]
-    if module in NUMPY_MODULE_NAMES and isinstance(func, ast.Attribute):
+    func = call.func
+    if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and _is_scalar_type(name):
             return _scalar_type_construct(called, module, name, argument)
         position = _list_argument(expression, name)
         if position is not None:
             return _list_construct(expression, called, module, position)
-    if module in ("math", "cmath"):
+    return None
+
+
+def _python_call_construct(call: _ConvertingCall, operation: str) -> tuple[str, list[str]]:
+    """``math.sin(x)``, ``float(x)``, ``x.item()``, or any other function converting."""
+    called, name, argument = call.called, call.name, call.argument
+    if call.module in ("math", "cmath"):
         numpy_name = _MATH_TO_NUMPY.get(name, name)
         if hasattr(numpy, numpy_name):
-            fix = f"use np.{numpy_name}({arguments}): numpy's version keeps the gradient"
+            fix = f"use np.{numpy_name}({call.arguments}): numpy's version keeps the gradient"
         else:
             fix = "use the numpy function that computes it: numpy's versions keep the gradient"
         return f"{called}() of a traced value", [
             fix,
-            f"if no gradient should flow through it, {ignored}",
+            f"if no gradient should flow through it, {call.ignored}",
         ]
-    if isinstance(func, ast.Name) and name in ("float", "int", "complex", "bool"):
+    if isinstance(call.func, ast.Name) and name in ("float", "int", "complex", "bool"):
         return f"{name}({argument}) of a traced value", [
             f"keep `{argument}` as it is: a traced scalar works wherever numpy takes a number",
             f"if only its value is needed (printing, logging), "
             f"{name}(mutagrad.ignore_derivatives({argument}))",
         ]
-    if isinstance(func, ast.Attribute) and name in ("item", "tolist"):
-        owner = ast.unparse(func.value)
+    if isinstance(call.func, ast.Attribute) and name in ("item", "tolist"):
+        owner = ast.unparse(call.func.value)
         return f"{called}() of a traced array", [
             f"keep `{owner}` an array (index it, `{owner}[i]`, instead of converting)",
             f"if only its values are needed, mutagrad.ignore_derivatives({owner}).{name}()",
@@ -345,7 +371,7 @@ def _conversion_construct(
     return f"{called}(), which converts the traced value it gets to a raw array ({operation})", [
         f"give {called} a derivative rule: mutagrad.defvjp or @mutagrad.rrule "
         "(on a function decorated with @mutagrad.primitive)",
-        f"if no gradient should flow through it, {ignored}",
+        f"if no gradient should flow through it, {call.ignored}",
     ]
 
 
