@@ -79,7 +79,7 @@ from mutagrad.traced.value import (
     wrap,
 )
 
-_WithGradientFields = namedtuple("WithGradient", ["val", "grad"])
+_WithGradientFields = namedtuple("_WithGradientFields", ["val", "grad"])
 
 
 class WithGradient(_WithGradientFields):
@@ -335,6 +335,7 @@ class GradientCall:
         """Argument leaf ``x`` as ``f`` sees it: a WrappedValue with an input node, or
         ``x`` itself where it passes through undifferentiated (a string, None)."""
         outer = None
+        w: WrappedValue
         if type(x) is np.ndarray and x.dtype.kind in "iuf":
             w = self._wrap_callers_array(x)
         elif not _is_differentiable_leaf(x):

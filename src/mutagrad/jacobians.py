@@ -151,7 +151,8 @@ def _jacobians(
         None if kind == _NONE else np.result_type(seed_dtype, cotangent_dtype(_dtype_of(t)))
         for t, kind in zip(targets, kinds)
     ]
-    wanted = [i for i, kind in enumerate(kinds) if kind != _NONE and nodes[i] is not None]
+    wanted = [(i, node) for i, (kind, node) in enumerate(zip(kinds, nodes))
+              if kind != _NONE and node is not None]  # fmt: skip
 
     def sweeps() -> Iterator[BackwardPass | None]:
         """Each output element's backward pass (None where no target is reached)."""
@@ -165,20 +166,20 @@ def _jacobians(
             for kind, size, dtype in zip(kinds, sizes, dtypes)
         ]
         for k, bk in enumerate(sweeps()):
-            for i in wanted:
+            for i, node in wanted:
                 if bk is not None:
-                    _fill_row(results[i][k], nodes[i], bk)
+                    _fill_row(results[i][k], node, bk)
     else:
         traced_rows: list[list[Any]] = [[] for _ in targets]
         for bk in sweeps():
             for i, kind in enumerate(kinds):
                 if kind == _NONE:
                     continue
-                node = nodes[i]
-                if bk is None or node is None:
+                reaches = nodes[i]
+                if bk is None or reaches is None:
                     traced_rows[i].append(np.zeros(sizes[i], dtype=dtypes[i]))
                 else:
-                    traced_rows[i].append(_traced_row(targets[i], node, bk, sizes[i]))
+                    traced_rows[i].append(_traced_row(targets[i], reaches, bk, sizes[i]))
         results = [
             None if kind == _NONE else _stack_rows(traced_rows[i], sizes[i], dtypes[i])
             for i, kind in enumerate(kinds)
@@ -262,9 +263,9 @@ def zygote_hessian(
         (g,) = call_with_gradient(f, (x,), kwargs, mode, caller).grad
         return g if g is not None else np.zeros(np.shape(x))
 
-    (h,) = call_with_jacobian(gradient_of_f, (x,), None, mode, caller).grad
+    h: Any = call_with_jacobian(gradient_of_f, (x,), None, mode, caller).grad[0]
     if _argument_kind(x) == _VECTOR:
-        return h[0] if isinstance(h, WrappedValue) else float(h[0])
+        return float(h[0]) if type(h) is np.ndarray else h[0]  # (a traced row inside a call)
     return h
 
 

@@ -101,7 +101,7 @@ def _prototype(a: Any) -> Any:
     return _np.asarray(_unwrap(a)) if _traced_sequence(a) else a
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C") -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C") -> Any:
     """``np.full`` (a WrappedArray in a call); a traced ``fill_value`` keeps its gradient."""
     if _untraced(fill_value):
         return _np.full(shape, fill_value, dtype=dtype, order=order)
@@ -174,9 +174,9 @@ def make_diagonal(D: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> An
         )
     n = _np.shape(D)[-1]
     if _untraced(D):
-        out = _np.zeros((*_np.shape(D), n))
-        out[..., _np.arange(n), _np.arange(n)] = D
-        return out
+        raw = _np.zeros((*_np.shape(D), n))
+        raw[..., _np.arange(n), _np.arange(n)] = D
+        return raw
     out = _WrappedArray(_np.zeros((*_np.shape(D), n)))
     diagonal = _np.arange(n)
     out[..., diagonal, diagonal] = asarray(D)
@@ -197,14 +197,14 @@ class vectorize(_np.vectorize):
 
     def _vectorize_call(self, func: Any, args: Any) -> Any:
         if not args or not any(_traced_argument(a) for a in args):
-            return super()._vectorize_call(func, args)
+            return super()._vectorize_call(func, args)  # type: ignore[misc]  # (numpy's, no stub)
         args = [asarray(a) if _traced_argument(a) else _np.asanyarray(a) for a in args]
         if self.signature is None and self.otypes is None and any(a.size == 0 for a in args):
-            return super()._vectorize_call(func, [_unwrap(a) for a in args])  # numpy raises
+            return super()._vectorize_call(func, [_unwrap(a) for a in args])  # type: ignore[misc]  # numpy raises
         in_core, nout, first = self._cores_and_outputs(func, args)
         loop = _np.broadcast_shapes(*(_loop_shape(a, core) for a, core in zip(args, in_core)))
         if _np.prod(loop) == 0:
-            return super()._vectorize_call(func, [_unwrap(a) for a in args])
+            return super()._vectorize_call(func, [_unwrap(a) for a in args])  # type: ignore[misc]
         columns = self._columns(func, args, in_core, loop, nout, first)
         typed = first if first is not None else tuple(column[0] for column in columns)
         typed = typed if isinstance(typed, tuple) else (typed,)
@@ -219,7 +219,7 @@ class vectorize(_np.vectorize):
         """Each argument's core dimensions, the number of outputs, and the result of
         numpy's first call that finds the output types (None when numpy makes none)."""
         if self.signature is not None:
-            in_core, out_core = self._in_and_out_core_dims
+            in_core, out_core = self._in_and_out_core_dims  # type: ignore[attr-defined]
             if len(args) != len(in_core):
                 raise TypeError(f"wrong number of positional arguments: expected "
                                 f"{len(in_core)!r}, got {len(args)!r}")  # fmt: skip
@@ -559,7 +559,7 @@ def _cast_type(numpy_type: type) -> type:
             if isinstance(value, _WrappedValue):
                 return value.astype(numpy_type)
             return array(value, dtype=numpy_type)
-        data = _np.array(_unwrap(value), dtype=numpy_type)  # a copy: never an alias of x
+        data: Any = _np.array(_unwrap(value), dtype=numpy_type)  # a copy: never an alias of x
         return numpy_type(data) if data.ndim == 0 else data
 
     cls = _CastType(numpy_type.__name__, (numpy_type,), {
@@ -680,8 +680,8 @@ def _submodule(name: str) -> _types.ModuleType:
         setattr(module, attr, value)  # translated once; later lookups find it directly
         return value
 
-    module.__getattr__ = attribute  # type: ignore[attr-defined]
-    module.__dir__ = lambda: dir(numpy_module)  # type: ignore[attr-defined]
+    setattr(module, "__getattr__", attribute)  # noqa: B010  (PEP 562: a module's own lookup)
+    setattr(module, "__dir__", lambda: dir(numpy_module))  # noqa: B010
     sys.modules[module.__name__] = module  # import mutagrad.numpy.linalg works too
     return module
 

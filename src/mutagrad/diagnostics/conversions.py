@@ -59,16 +59,32 @@ _IGNORE_WRITE_FIX = (
 )
 
 
-def _creation_fix(site: Site, name: str) -> str:
+def _creation_fix(site: Site | None, name: str) -> str:
     """How to allocate the raw array ``name`` so that it can hold traced values.
 
     When the function made it with a numpy constructor that mutagrad.numpy
     also has (``out = np.zeros(3)``), that line rewritten.
     """
+    # numpy's own fix needs no import: like= a traced array (the function's first argument).
+    traced = "x"
+    if site is not None:
+        code = site[0]
+        traced = code.co_varnames[0] if code.co_argcount else "x"
+        rewritten = _constructor_rewritten(site, name, traced)
+        if rewritten is not None:
+            return rewritten
+    return (
+        f"allocate `{name}` in the function so that it can hold traced values: "
+        f"np.zeros(n, like={traced}) (any traced array as like=), np.zeros_like({traced}), or "
+        "mnp.zeros(n) (import mutagrad.numpy as mnp); an array kept across calls (a "
+        "module-level scratch buffer) is made with mutagrad.array(np.zeros(n))"
+    )
+
+
+def _constructor_rewritten(site: Site, name: str, traced: str) -> str | None:
+    """The line above ``site`` that made ``name`` with numpy's constructor, rewritten."""
     code = site[0]
     last = site_line(site) or code.co_firstlineno
-    # numpy's own fix needs no import: like= a traced array (the function's first argument).
-    traced = code.co_varnames[0] if code.co_argcount else "x"
     pattern = re.compile(rf"^\s*{re.escape(name)}\s*=\s*(np|numpy)\.(\w+)\(")
     for number in range(last - 1, code.co_firstlineno - 1, -1):
         text = linecache.getline(code.co_filename, number).strip()
@@ -84,12 +100,7 @@ def _creation_fix(site: Site, name: str) -> str:
                 f"hold traced values:\n      line {number}: `{text}`\n      becomes: `{rewritten}`"
                 + plain
             )
-    return (
-        f"allocate `{name}` in the function so that it can hold traced values: "
-        f"np.zeros(n, like={traced}) (any traced array as like=), np.zeros_like({traced}), or "
-        "mnp.zeros(n) (import mutagrad.numpy as mnp); an array kept across calls (a "
-        "module-level scratch buffer) is made with mutagrad.array(np.zeros(n))"
-    )
+    return None
 
 
 # The constructors whose numpy signature takes like= (linspace and logspace do not).
@@ -119,7 +130,7 @@ def _is_setitem_call(expression: ast.expr | None) -> bool:
     )
 
 
-def _raw_write(expression: ast.expr | None, site: Site) -> tuple[str, list[str]]:
+def _raw_write(expression: ast.expr | None, site: Site | None) -> tuple[str, list[str]]:
     """A traced value written into a raw ndarray: by ``a[i] = v``, ``out=``, or ``np.copyto``."""
     target = None
     how = "writing a traced value into a raw array"
@@ -258,7 +269,7 @@ def _is_scalar_type(name: str) -> bool:
 
 
 def _conversion_construct(
-    expression: ast.expr | None, operation: str, site: Site
+    expression: ast.expr | None, operation: str, site: Site | None
 ) -> tuple[str, list[str]]:
     """What converted a traced value (in the user's words) and the fixes that suit it."""
     raw_write = any(marker in operation for marker in _RAW_WRITE_MARKERS)
