@@ -42,11 +42,13 @@ ROOT = Path(__file__).parents[2]
 
 # A corpus whose programs each take a second: a run of it is still going when interrupted.
 SLOW_CORPUS = """
+import os
 import time
 import numpy as np
 from mutagrad.report import Program
 
 def slow(x):
+    open(os.environ["MUTAGRAD_TEST_STARTED"], "a").close()  # the test waits for the first call
     time.sleep(0.5)
     return np.sum(x * x)
 
@@ -130,15 +132,20 @@ def test_the_fuzzers_options_out_of_range_are_usage_errors(option, capsys):
 def test_ctrl_c_cancels_the_queue_and_exits_130_with_one_line(tmp_path):
     corpus = tmp_path / "slow_corpus.py"
     corpus.write_text(SLOW_CORPUS)
+    started = tmp_path / "started"
     process = subprocess.Popen(
         [sys.executable, "-m", "mutagrad", "report", "--corpus", str(corpus), "--jobs", "2",
          "--fuzz", "0", "--repeats", "1", "--out", str(tmp_path / "out")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+             "MUTAGRAD_TEST_STARTED": str(started)},
     )  # fmt: skip
-    time.sleep(6)  # the workers have started and are some way into the 40 programs
+    deadline = time.perf_counter() + 60
+    while not started.exists() and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the workers are some way into the 40 programs (0.5 s each, and more)
     sent = time.perf_counter()
     process.send_signal(signal.SIGINT)  # the parent alone: its workers go on unless stopped
     stdout, stderr = process.communicate(timeout=60)

@@ -25,13 +25,17 @@ NAMES = ["fresh buffer", "fill after x*x", "rewrite same value", "pure"]
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    """Run the CLI once on the small corpus; return (exit status, stdout, output directory)."""
+    """Run the CLI once on the small corpus; return (exit status, stdout, output directory).
+
+    40 fuzzer programs: the default 2,000 are programs 0 to 1,999 of seed 0,
+    which tests/testing/test_fuzz.py judges already; these are the first 40.
+    """
     out = tmp_path_factory.mktemp("report")
     stdout = io.StringIO()  # capsys is function-scoped; this fixture is shared by the module
     with contextlib.redirect_stdout(stdout):
         status = main(
             ["report", "--corpus", str(SMALL_CORPUS), "--out", str(out), "--repeats", "1",
-             "--engines", "mutagrad"]
+             "--engines", "mutagrad", "--fuzz", "40"]
         )  # fmt: skip
     return status, stdout.getvalue(), out
 
