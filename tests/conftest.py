@@ -2,7 +2,8 @@
 
 Pick a hypothesis profile with the HYPOTHESIS_PROFILE environment variable:
 ``ci`` (default; bounded and derandomized), ``dev`` (more examples, random),
-``thorough`` (thousands of examples, for a local run before a release).
+``thorough`` (thousands of examples, for a local run before a release); they
+are mutagrad.testing's shipped profiles (mutagrad.testing.profiles).
 """
 
 from __future__ import annotations
@@ -10,25 +11,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
 from mutagrad.core.engine import STATE
 from mutagrad.core.modes import MODE
+from mutagrad.testing import register_profiles
 
-settings.register_profile(
-    "ci",
-    max_examples=25,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-settings.register_profile("dev", max_examples=200, deadline=None)
-settings.register_profile(
-    "thorough",
-    max_examples=5000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+register_profiles()  # mutagrad.testing.profiles: the ones users get (its plugin registers them too)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -1,7 +1,9 @@
-"""docs/testing.md stays true: its example test file runs, and its quoted report is the real one.
+"""docs/testing.md stays true: its example suite runs, and its quoted reports are the real ones.
 
 Code blocks are found by the HTML comment just above them: ``<!-- example test file -->``,
-and the failing examples with the reports the page quotes for them.
+and the failing examples with the reports the page quotes for them. The example suite runs
+once, beside a copy with a wrong derivative, in one pytest process with the ``ci`` profile
+mutagrad's plugin registers, as a user runs it.
 """
 
 from __future__ import annotations
@@ -25,32 +27,41 @@ def block_after(marker: str) -> str:
     return match.group(1)
 
 
-def run_pytest_on(source: str, directory: Path) -> subprocess.CompletedProcess:
-    path = directory / "test_my_rules.py"
-    path.write_text(source)
+def run_pytest_on(sources: dict[str, str], directory: Path) -> subprocess.CompletedProcess:
+    """pytest on the files ``sources`` (name -> text), in one process, with the ci profile.
+
+    The profile comes from mutagrad's pytest plugin, as in a user's suite.
+    """
+    for name, source in sources.items():
+        (directory / name).write_text(source)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
+         "--hypothesis-profile=ci", *sources],
         cwd=directory,
         capture_output=True,
         text=True,
         timeout=300,
-    )
+    )  # fmt: skip
 
 
-def test_the_example_test_file_passes(tmp_path):
-    completed = run_pytest_on(block_after("example test file"), tmp_path)
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "4 passed" in completed.stdout
-
-
-def test_the_example_test_file_fails_when_a_derivative_is_wrong(tmp_path):
+def test_the_example_suite_passes_and_fails_when_a_derivative_is_wrong(tmp_path):
     source = block_after("example test file")
     right = "g / (1 + np.exp(-x))"
     assert right in source
-    completed = run_pytest_on(source.replace(right, "g / (1 + np.exp(x))"), tmp_path)
-    assert completed.returncode == 1, completed.stdout + completed.stderr
-    assert "1 failed, 3 passed" in completed.stdout
-    assert "check_rule(softplus) found" in completed.stdout
+    broken = source.replace(right, "g / (1 + np.exp(x))")
+    completed = run_pytest_on(
+        {"test_my_suite.py": source, "test_broken_rule.py": broken}, tmp_path
+    )
+    tests = source.count("\ndef test_")
+    summary = completed.stdout.strip().splitlines()[-1]
+    assert f"2 failed, {2 * tests - 2} passed" in summary, completed.stdout + completed.stderr
+    failed = sorted(re.findall(r"^FAILED (\S+)", completed.stdout, re.MULTILINE))
+    assert failed == [
+        "test_broken_rule.py::test_softplus_rule",
+        "test_broken_rule.py::test_softplus_rule_in_float32",
+    ], completed.stdout
+    assert completed.stdout.count("check_rule(softplus) found 1 problem") == 2
+    assert "Explanation:" not in completed.stdout  # the ci profile leaves hypothesis' out
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,11 @@
   at a time.
 
 The function is called on plain ndarrays, never on traced ones, and always
-on fresh float64 copies of the arguments, so a function that mutates its
-inputs is measured correctly.
+on fresh copies of the arguments, so a function that mutates its inputs is
+measured correctly. By default every floating-point argument is a float64
+copy (a float32 one too), so the differences are taken in double precision;
+``dtype=None`` keeps each argument's own precision (for a function that only
+runs in it), and the step must then suit that precision.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from mutagrad.core.memory import copy_keeping_layout
 from mutagrad.traced.value import WrappedValue
 
-__all__ = ["directional_derivative", "numerical_gradient"]
+__all__ = ["directional_derivative", "lowest_precision", "numerical_gradient", "reference_copies"]
 
 # Errors a function raises when an integer argument is an index or a size:
 # perturbed into a float it cannot be used, so it has no derivative.
@@ -66,10 +69,54 @@ def _is_integer(x: Any) -> bool:
     return np.asarray(fresh_copy(x)).dtype.kind in "iu"
 
 
-def _as_float(x: Any) -> Any:
-    """``x`` as float64, an array keeping its strides (a number stays 0-d)."""
+def _as_float(x: Any, dtype: Any = np.float64) -> Any:
+    """``x`` as floats to perturb: float64, or (``dtype=None``) its own floating-point dtype.
+
+    An array keeps its strides when it needs no conversion; a number becomes 0-d.
+    """
     x = np.asarray(x)
-    return fresh_copy(x) if x.dtype == np.float64 else np.array(x, dtype=np.float64)
+    target = np.dtype(dtype) if dtype is not None else x.dtype
+    if target.kind != "f":  # an integer argument, perturbed as float64
+        target = np.dtype(np.float64)
+    return fresh_copy(x) if x.dtype == target else np.array(x, dtype=target)
+
+
+def reference_copies(args: Sequence[Any], dtype: Any = np.float64) -> list[Any]:
+    """Fresh copies of ``args``, each floating-point array or numpy float converted to ``dtype``.
+
+    ``dtype=None`` keeps every argument's own precision. Integers, booleans and
+    Python floats (already double precision) are only copied.
+    """
+    copies = fresh_copies(args)
+    if dtype is None:
+        return copies
+    converted = []
+    for x in copies:
+        if _is_lower_float(x, dtype):
+            x = float(x) if isinstance(x, np.floating) else _as_float(x, dtype)
+        converted.append(x)
+    return converted
+
+
+def _is_lower_float(x: Any, dtype: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        kind, size = x.dtype.kind, x.dtype.itemsize
+    elif isinstance(x, np.floating):
+        kind, size = "f", x.dtype.itemsize
+    else:
+        return False
+    return kind == "f" and size < np.dtype(dtype).itemsize
+
+
+def lowest_precision(args: Sequence[Any]) -> np.dtype:
+    """The least precise floating-point dtype among ``args`` (float64 when none is lower)."""
+    values = [fresh_copy(x) for x in args]
+    dtypes = [
+        np.dtype(x.dtype)
+        for x in values
+        if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f"
+    ]
+    return min(dtypes, key=lambda d: d.itemsize, default=np.dtype(np.float64))
 
 
 def _call_shifted(f: Callable[..., Any], base: list[Any], k: int, point: np.ndarray) -> float:
@@ -83,23 +130,30 @@ def _call_shifted(f: Callable[..., Any], base: list[Any], k: int, point: np.ndar
 
 
 def numerical_gradient(
-    f: Callable[..., Any], *args: Any, eps: float = 1e-6, wrt: Sequence[int] | None = None
+    f: Callable[..., Any],
+    *args: Any,
+    eps: float = 1e-6,
+    wrt: Sequence[int] | None = None,
+    dtype: Any = np.float64,
 ) -> list[np.ndarray | float | None]:
     """Central finite differences of scalar ``f`` with respect to each numeric argument.
 
-    ``f`` is called on fresh float64 copies of the arguments every time, so a
-    function that mutates its inputs is measured correctly. Non-numeric
-    arguments get ``None``, and so does an integer argument that ``f`` cannot
-    take as a float (an index or a size: it has no derivative). ``wrt``
-    restricts the work to some argument positions (the others get ``None``).
+    ``f`` is called on fresh copies of the arguments every time, so a function
+    that mutates its inputs is measured correctly; every floating-point
+    argument is converted to ``dtype`` first (float64: the differences are
+    taken in double precision, whatever the arguments' own; ``None`` keeps
+    each one's). Non-numeric arguments get ``None``, and so does an integer
+    argument that ``f`` cannot take as a float (an index or a size: it has no
+    derivative). ``wrt`` restricts the work to some argument positions (the
+    others get ``None``).
     """
-    base = fresh_copies(args)
+    base = reference_copies(args, dtype)
     grads: list[Any] = []
     for k, x in enumerate(base):
         if (wrt is not None and k not in wrt) or not is_numeric(x):
             grads.append(None)
             continue
-        point = _as_float(x)
+        point = _as_float(x, dtype)
         g = np.zeros(np.shape(point))
         try:
             for i in range(g.size):
@@ -119,14 +173,20 @@ def numerical_gradient(
 
 
 def directional_derivative(
-    f: Callable[..., Any], args: Sequence[Any], k: int, direction: np.ndarray, eps: float = 1e-6
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    k: int,
+    direction: np.ndarray,
+    eps: float = 1e-6,
+    dtype: Any = np.float64,
 ) -> float | None:
     """Central difference of scalar ``f`` along ``direction`` in argument ``k``.
 
-    ``None`` when argument ``k`` is an integer that ``f`` cannot take as a float.
+    The arguments are converted as in :func:`numerical_gradient`. ``None``
+    when argument ``k`` is an integer that ``f`` cannot take as a float.
     """
-    base = fresh_copies(args)
-    point = _as_float(base[k])
+    base = reference_copies(args, dtype)
+    point = _as_float(base[k], dtype)
     shifted = []
     for sign in (1.0, -1.0):
         moved = fresh_copy(point)

@@ -66,6 +66,9 @@ from mutagrad.testing.gradient_check import (
     ELEMENTWISE_LIMIT,
     DifferenceReference,
     argument_label,
+    reference_line,
+    reference_precision,
+    with_rounding,
 )
 from mutagrad.traced.value import WrappedArray, WrappedValue
 from mutagrad.zygote import withgradient
@@ -264,9 +267,9 @@ class _RuleChecker:
         fn_kwargs: dict[str, Any] | None,
         wrt: Sequence[int] | None,
         output_cotangent: Any,
-        atol: float,
-        rtol: float,
-        eps: float,
+        atol: float | None,
+        rtol: float | None,
+        eps: float | None,
         elementwise_limit: int,
         directions: int,
         seed: int,
@@ -275,7 +278,7 @@ class _RuleChecker:
         self.fn = fn
         self.args = args
         self.kwargs = dict(fn_kwargs or {})
-        self.atol, self.rtol = atol, rtol
+        self.seed = seed
         self.name = _display_name(fn)
         self.registered = find_rule(fn)
         self.problems: list[str] = []
@@ -302,14 +305,21 @@ class _RuleChecker:
                 f"check_rule({self.name}): the output has no floating-point part to differentiate"
             )
         self.cotangents = self._cotangents(output_cotangent, seed)
+        self.drawn_cotangent = output_cotangent is None
+        self.precision = reference_precision(
+            lambda *call_args: fn(*call_args, **self.kwargs), args, eps, atol, rtol
+        )
         self.reference = DifferenceReference(
             self._pairing,
             args,
-            eps=eps,
+            eps=self.precision.eps,
             elementwise_limit=elementwise_limit,
             directions=directions,
             seed=seed + 1,
+            dtype=self.precision.dtype,
         )
+        self.atol = with_rounding(self.precision.atol, self.reference.rounding())
+        self.rtol = self.precision.rtol
 
     # -- setup -------------------------------------------------------------------
 
@@ -549,9 +559,23 @@ class _RuleChecker:
             self.report(
                 ("pullback", k),
                 self._structural_zero_note(k, got)
-                + f"pullback vs finite differences{context}, output cotangent dy = a fixed random "
-                f"array: {problem}",
+                + f"pullback vs finite differences{context}, {self._cotangent_text()}: "
+                f"{problem}\n" + reference_line(self.precision, self.atol),
             )
+
+    def _cotangent_text(self) -> str:
+        """The output cotangent, printed (summarised beyond a dozen elements), and where from."""
+        shown = [
+            np.array2string(dy, separator=", ", precision=6, threshold=12, edgeitems=3)
+            for dy in self.cotangents
+        ]
+        text = ", ".join(shown) if self.tuple_output else shown[0]
+        origin = (
+            f"standard normal, seed={self.seed}; pass output_cotangent= to choose it"
+            if self.drawn_cotangent
+            else "output_cotangent"
+        )
+        return f"output cotangent dy = {text} ({origin})"
 
     def _structural_zero_note(self, k: int, got: Any) -> str:
         reference = self.reference.derivative(k)
@@ -802,9 +826,9 @@ def check_rule(
     fn_kwargs: dict[str, Any] | None = None,
     wrt: Sequence[int] | None = None,
     output_cotangent: Any = None,
-    atol: float = 1e-5,
-    rtol: float = 1e-4,
-    eps: float = 1e-6,
+    atol: float | None = None,
+    rtol: float | None = None,
+    eps: float | None = None,
     check_overwrites: bool = True,
     elementwise_limit: int = ELEMENTWISE_LIMIT,
     directions: int = 3,
@@ -818,8 +842,10 @@ def check_rule(
     positions to differentiate (default: the floating-point ones); the other
     arguments are passed as plain constants, as when a caller closes over
     them. ``output_cotangent`` is ``dy`` (default: random normal, seeded by
-    ``seed``). ``atol``/``rtol``/``eps``/``elementwise_limit``/``directions``
-    configure the finite-difference comparison as in :func:`check_gradient`.
+    ``seed``; a report prints it). ``atol``/``rtol``/``eps``/``elementwise_limit``/
+    ``directions`` configure the finite-difference comparison as in
+    :func:`check_gradient`, whose defaults follow the arguments' precision: a
+    float32 rule's pullback is compared with differences taken in float64.
     ``check_overwrites=False`` skips the overwrite checks.
 
     See the module docstring for what is checked. Returns a :class:`RuleCheck`
