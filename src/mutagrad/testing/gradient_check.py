@@ -184,8 +184,17 @@ def _computed_precision(f: Callable[..., Any], args: tuple[Any, ...]) -> np.dtyp
         result = f(*reference_copies(args, np.float64))
     except Exception:
         return None
-    outputs = result if isinstance(result, tuple) else (result,)
-    return lowest_precision([np.asarray(fresh_copy(o)) for o in outputs])
+    return lowest_precision(_leaves(result))
+
+
+def _leaves(value: Any) -> list[Any]:
+    """The arrays and numbers in ``value`` (tuples and lists walked), as numpy values."""
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    try:
+        return [np.asarray(fresh_copy(value))]
+    except (TypeError, ValueError):  # not numeric data: it has no precision
+        return []
 
 
 class DifferenceReference:
@@ -339,7 +348,8 @@ def check_gradient(
     propagate.
     """
     __tracebackhide__ = True  # pytest shows the caller's line, not this helper
-    precision = reference_precision(f, args, eps, atol, rtol)
+    # The value's precision decides the reference's; a tuple's rest is auxiliary output.
+    precision = reference_precision(lambda *a: _first(f(*a)), args, eps, atol, rtol)
     if order == 2:
         return _check_second_order(f, args, mode, precision, elementwise_limit, seed)
     if order != 1:
@@ -369,6 +379,10 @@ def check_gradient(
             + reference_line(precision, atol_used)
         )
     return tuple(grads)
+
+
+def _first(result: Any) -> Any:
+    return result[0] if isinstance(result, tuple) else result
 
 
 def with_rounding(atol: float, rounding: float) -> float:
