@@ -90,17 +90,50 @@ def _constructor_rewritten(site: Site, name: str, traced: str) -> str | None:
         text = linecache.getline(code.co_filename, number).strip()
         found = pattern.match(text)
         if found and found.group(2) in _MNP_CONSTRUCTORS and "`" not in text:
-            rewritten = text.replace(f"{found.group(1)}.{found.group(2)}(",
-                                     f"mnp.{found.group(2)}(", 1)  # fmt: skip
-            like = _with_like(text, found.end(), traced)
-            plain = (f"\n      or, with numpy alone: `{like}`"
-                     if like and found.group(2) in _LIKE_CONSTRUCTORS else "")  # fmt: skip
-            return (
-                f"allocate it with mutagrad.numpy (import mutagrad.numpy as mnp), which can "
-                f"hold traced values:\n      line {number}: `{text}`\n      becomes: `{rewritten}`"
-                + plain
-            )
+            return _constructor_fixes(text, number, found, traced)
     return None
+
+
+def _constructor_fixes(text: str, number: int, found: re.Match[str], traced: str) -> str:
+    """Line ``number``'s numpy constructor rewritten: with ``like=`` or ``*_like(...,
+    shape=)`` first (the routine keeps returning numpy's type to callers without a
+    gradient), then with mutagrad.numpy."""
+    module, constructor = found.group(1), found.group(2)
+    with_mnp = text.replace(f"{module}.{constructor}(", f"mnp.{constructor}(", 1)
+    like = _with_like(text, found.end(), traced) if constructor in _LIKE_CONSTRUCTORS else None
+    if like is None:
+        return (
+            f"allocate it with mutagrad.numpy (import mutagrad.numpy as mnp), which can "
+            f"hold traced values:\n      line {number}: `{text}`\n      becomes: `{with_mnp}`"
+        )
+    shaped = _shaped_like(text, found, traced)
+    return (
+        f"allocate it like a traced array (numpy's like=), so that it can hold traced values "
+        f"and stays a numpy array for callers without a gradient:\n"
+        f"      line {number}: `{text}`\n      becomes: `{like}`"
+        + (f"\n      or: `{shaped}`" if shaped else "")
+        + f"\n      or, with mutagrad.numpy (import mutagrad.numpy as mnp): `{with_mnp}`"
+    )
+
+
+def _shaped_like(text: str, found: re.Match[str], traced: str) -> str | None:
+    """``out = np.empty(shape)`` as ``out = np.empty_like(traced, shape=shape)`` (zeros,
+    ones, empty, with at most a dtype= beside the shape); None for any other call."""
+    if found.group(2) not in ("zeros", "ones", "empty"):
+        return None
+    try:
+        call = ast.parse(text[found.start(1):]).body[0]
+    except SyntaxError:
+        return None
+    if not (isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)):
+        return None
+    args, keywords = call.value.args, call.value.keywords
+    if len(args) != 1 or any(k.arg != "dtype" for k in keywords):
+        return None
+    extra = "".join(f", dtype={ast.unparse(k.value)}" for k in keywords)
+    shape = ast.unparse(args[0])
+    prefix = text[: found.start(1)]
+    return f"{prefix}{found.group(1)}.{found.group(2)}_like({traced}, shape={shape}{extra})"
 
 
 # The constructors whose numpy signature takes like= (linspace and logspace do not).
