@@ -43,8 +43,8 @@ from mutagrad.core.engine import (
     ANS,
     STATE,
     BackwardPass,
+    CallRule,
     Node,
-    Rule,
     VjpRule,
     capture,
 )
@@ -135,9 +135,9 @@ def _check_registrable(fn: Any) -> None:
     )
 
 
-def _register(fn: Any, rule: Rule) -> None:
+def _register(fn: Any, rule: VjpRule | ClosureRule) -> None:
     if isinstance(fn, np.ufunc):
-        UFUNC_RULES[fn] = rule  # type: ignore[assignment]
+        UFUNC_RULES[fn] = rule
     else:
         FUNCTION_RULES[fn] = lambda *args, **kwargs: apply(rule, args, kwargs or None)
 
@@ -284,7 +284,7 @@ def defvjp(
     _register(fn, VjpRule(name, _raw_function(fn), checked, reads, trusted=False))
 
 
-class ClosureRule(Rule):
+class ClosureRule(CallRule):
     """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``, registered at ``site``."""
 
     __slots__ = ("function", "rule", "site")
@@ -323,6 +323,7 @@ class ClosureRule(Rule):
         raw = _regroup(args, leaves, raw_leaves)
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
+        assert trace is not None and tape is not None  # (an argument has a node: a call runs)
         guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
         try:
             with refusing_writes_by(self.name):

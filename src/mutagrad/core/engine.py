@@ -40,7 +40,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from itertools import islice
 from threading import get_ident
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class Tape:
         # until then costs fresh memory, and page faults, in the next call).
         for c in self.captures:
             c.base = None
-            c.node = None
+            c.node = None  # type: ignore[assignment]  # a released tape's captures are never read
             c.region = None  # inert: the next write to the array drops it
         self.captures = []
         self.nodes = []  # (nodes point at their tape)
@@ -432,6 +432,20 @@ class IdentityRule(Rule):
 
 IDENTITY = IdentityRule("input")
 
+
+class CallRule(Rule):
+    """A ufunc's rule that records its own call instead of being applied as a VjpRule.
+
+    A user's closure rule (:class:`mutagrad.custom.ClosureRule`), a ufunc with
+    several outputs (``mutagrad.rules.ufuncs.MultipleOutputs``).
+    """
+
+    __slots__ = ()
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
+        raise NotImplementedError
+
+
 ANS = "ans"  # in a rule's ``reads``: the pullback reads the function's output
 
 
@@ -440,6 +454,7 @@ def plan_key(active: int, n: int) -> Any:
     return (n << 16) | active if n <= 16 else (active, n)
 
 
+@final  # (apply and binary tell it from a CallRule by type(rule) is VjpRule)
 class VjpRule(Rule):
     """A rule given as one vector-Jacobian product per positional argument.
 
@@ -457,7 +472,7 @@ class VjpRule(Rule):
     def __init__(
         self,
         name: str,
-        fun: Callable[..., Any],
+        fun: Callable[..., Any] | None,
         vjps: tuple[Callable[..., Any] | None, ...],
         reads: tuple[tuple[int | str, ...], ...],
         params: bool = True,
@@ -497,7 +512,7 @@ class VjpRule(Rule):
                 for item in self.reads[i]:
                     if item == ANS:
                         need_ans = True
-                    elif item < n:
+                    elif isinstance(item, int) and item < n:
                         need[item] = True
             plan = self._plans[key] = (tuple(need), need_ans)
         return plan
@@ -523,7 +538,8 @@ class VjpRule(Rule):
             return
         # mutagrad's vjps return g or fresh arrays (never a saved value); the engine
         # may update a cotangent in place only if it owns it and no other input got it.
-        vjps = self.vjps
+        # (self.complete: no vjp is None, which mypy cannot know)
+        vjps: tuple[Callable[..., Any], ...] = self.vjps  # type: ignore[assignment]
         kwargs = node.aux
         bit = bk.bit
         if n_inputs == 1:
@@ -556,10 +572,11 @@ class VjpRule(Rule):
             c0 = vjps[0](g, ans, x, y) if live0 else None
             c1 = vjps[1](g, ans, x, y) if live1 else None
         alone = not (live0 and live1) or c0 is not c1
+        # (live0 and live1 say that inp0 and inp1 are nodes, which mypy cannot follow)
         if live0:
-            bk.accumulate(inp0, c0, alone and (owned if c0 is g else _fresh(c0)))
+            bk.accumulate(inp0, c0, alone and (owned if c0 is g else _fresh(c0)))  # type: ignore[arg-type]
         if live1:
-            bk.accumulate(inp1, c1, alone and (owned if c1 is g else _fresh(c1)))
+            bk.accumulate(inp1, c1, alone and (owned if c1 is g else _fresh(c1)))  # type: ignore[arg-type]
 
     def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
@@ -672,7 +689,8 @@ def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | Non
     for a in args:
         if isinstance(a, kind):
             return TRACED.apply(rule, args, kwargs)
-    return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)
+    # (rule.fun is None only in rules whose callers pass the result to apply)
+    return rule.fun(*args, **kwargs) if kwargs else rule.fun(*args)  # type: ignore[misc]
 
 
 def is_wrapped(x: Any) -> bool:

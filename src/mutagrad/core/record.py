@@ -95,8 +95,8 @@ def record(
     if n == 2:
         return record2(rule, args[0], args[1], raw[0], raw[1], nodes[0], nodes[1], result,
                        kwargs, trace, site)  # fmt: skip
-    if n == 1:
-        return record1(rule, args[0], raw[0], nodes[0], result, kwargs, trace, site)
+    if n == 1:  # (the one argument is the active one: its node is not None)
+        return record1(rule, args[0], raw[0], nodes[0], result, kwargs, trace, site)  # type: ignore[arg-type]
     tag = 0
     active = 0
     for i, node in enumerate(nodes):
@@ -149,6 +149,8 @@ def record2(
     mode = trace.mode
     # save_value, inlined for the common case of a WrappedArray read (a capture).
     # _shape_only, inlined for an array and an immutable scalar.
+    saved_a: Any  # a Meta, a Capture or the value itself
+    saved_b: Any
     if not need[0]:
         kind = type(ra)
         if kind is np.ndarray:

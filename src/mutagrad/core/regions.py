@@ -198,26 +198,27 @@ class WriteRule(Rule):
         if region is None:
             region = kw["region"] = Region(kw.pop("view"), kw.pop("base"))
         kind, index, winners = kw["kind"], kw["index"], kw["winners"]
-        old_node, value_node = node.inputs
+        old_input, value_input = node.inputs
         bit = bk.bit
-        want_value = value_node is not None and value_node.tag & bit
-        want_old = old_node is not None and old_node.tag & bit
+        # The inputs this sweep differentiates (None: a constant, or another level's value).
+        value_node = value_input if value_input is not None and value_input.tag & bit else None
+        old_node = old_input if old_input is not None and old_input.tag & bit else None
         whole = kind == NO_INDEX and region.covers(node.shape)
         if bk.recording and bk.needs_recording(node, g):
-            if want_value:
+            if value_node is not None:
                 gv = gather(g, region, kind, index)
                 bk.accumulate(value_node, gv if winners is None else gv * winners)
-            if want_old:
+            if old_node is not None:
                 bk.accumulate(old_node, ZERO if whole else zero_at(g, region, kind, index))
             return
         if not (owned and type(g) is np.ndarray and has_layout(g, region.layout)):
             g = owned_copy(g, cotangent_dtype(node.dtype), region.layout)
-        if want_value:
+        if value_node is not None:
             gv = gather_raw(g, region, kind, index)
             if winners is not None:
                 gv = gv * winners
             bk.accumulate(value_node, gv, owned=True)
-        if want_old:
+        if old_node is not None:
             if whole:
                 bk.accumulate(old_node, ZERO)
             else:
@@ -234,10 +235,9 @@ class WriteRule(Rule):
         """
         old_node, value_node = node.inputs
         bit = bk.bit
-        want_old = old_node is not None and old_node.tag & bit
         if value_node is not None and value_node.tag & bit:
             bk.accumulate(value_node, g[key], owned=True)  # every axis indexed: a scalar
-        if want_old:
+        if old_node is not None and old_node.tag & bit:
             if not (owned and type(g) is np.ndarray):
                 g = np.array(g, dtype=cotangent_dtype(node.dtype), copy=True)
             g[key] = 0

@@ -1,7 +1,8 @@
 """The rule tables, one keyed by the numpy callable, and the functions that fill them.
 
 * :data:`UFUNC_RULES` – a ufunc, or ``(ufunc, method)`` for ``np.add.reduce``,
-  to the :class:`~mutagrad.core.engine.Rule` that differentiates it;
+  to the :class:`~mutagrad.core.engine.VjpRule` that differentiates it (or a
+  :class:`~mutagrad.core.engine.CallRule`, which records its own call);
 * :data:`FUNCTION_RULES` – a numpy function (or an ndarray method, keyed by its
   descriptor: ``np.ndarray.sort``, ``np.ndarray.astype``; ``np.ufunc.at``) to
   an adapter with numpy's own signature;
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mutagrad.core.engine import ANS, Rule, VjpRule
+from mutagrad.core.engine import ANS, CallRule, VjpRule
 
 __all__ = [
     "ANS",
@@ -33,6 +34,7 @@ __all__ = [
     "ON_RULE_MISS",
     "PRIMITIVES",
     "UFUNC_RULES",
+    "CallRule",
     "VjpRule",
     "implements",
     "nondifferentiable",
@@ -41,7 +43,7 @@ __all__ = [
     "ufunc_rule",
 ]
 
-UFUNC_RULES: dict[Any, Rule] = {}  # VjpRules, and users' closure rules
+UFUNC_RULES: dict[Any, VjpRule | CallRule] = {}
 FUNCTION_RULES: dict[Any, Callable[..., Any]] = {}
 NONDIFFERENTIABLE: set[Any] = set()
 ON_RULE_MISS: list[Callable[[Any], bool]] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.registry import ANS, UFUNC_RULES, VjpRule, implements, ufunc_rule
+from mutagrad.core.registry import ANS, UFUNC_RULES, CallRule, VjpRule, implements, ufunc_rule
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import WrappedValue, unwrap, wrap_constant
 
@@ -75,6 +75,7 @@ def _power_base_vjp(g, ans, x, y):
     return g * y * safe_x ** (y - 1)
 
 
+_ufunc: np.ufunc  # (the loops below reuse it for ufuncs that numpy's stubs type apart)
 for _ufunc in (np.power, np.float_power):
     ufunc_rule(
         _ufunc,
@@ -84,7 +85,7 @@ for _ufunc in (np.power, np.float_power):
     )
 ufunc_rule(np.square, lambda g, ans, x: g * 2 * x, reads=((0,),))
 ufunc_rule(np.reciprocal, lambda g, ans, x: -g * ans * ans, reads=((ANS,),))
-ufunc_rule(
+REMAINDER = ufunc_rule(
     np.remainder,
     lambda g, ans, x, y: g,
     lambda g, ans, x, y: -g * np.floor_divide(x, y),
@@ -328,16 +329,18 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
 # -- ufuncs with several outputs -------------------------------------------------------
 
 
-class MultipleOutputs:
+class MultipleOutputs(CallRule):
     """A ufunc with several outputs: computed once, each output recorded with its own rule.
 
     ``rules[i]`` is the rule of output ``i`` (``None`` when it carries no derivative).
     """
 
+    __slots__ = ("rules", "ufunc")
+
     def __init__(self, ufunc: np.ufunc, rules: tuple[VjpRule | None, ...]):
+        super().__init__(ufunc.__name__)
         self.ufunc = ufunc
         self.rules = rules
-        self.name = ufunc.__name__
 
     def call(self, args, kwargs):
         outputs = self.ufunc(*unwrap(args), **(kwargs or {}))
@@ -355,7 +358,7 @@ _register_outputs(np.modf, VjpRule("modf", np.modf, (lambda g, ans, x: g,), ((),
 _register_outputs(
     np.divmod,
     None,
-    VjpRule("divmod", np.divmod, UFUNC_RULES[np.remainder].vjps, UFUNC_RULES[np.remainder].reads),
+    VjpRule("divmod", np.divmod, REMAINDER.vjps, REMAINDER.reads),
 )
 _register_outputs(
     np.frexp,

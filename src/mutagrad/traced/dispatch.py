@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core import engine
-from mutagrad.core.engine import STATE, Node, VjpRule
+from mutagrad.core.engine import STATE, CallRule, Node, VjpRule
 from mutagrad.core.record import owned_value, record, record1, record2, save_output
 from mutagrad.core.registry import (
     FUNCTION_RULES,
@@ -117,11 +117,12 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
             return binary(ufunc, pyop, a, b)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
-    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
+    # (An operand has a node on the trace's tape: trace is not None.)
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,  # type: ignore[arg-type]
                              user_site_from(_getframe(2)))  # fmt: skip
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode)
+        save_output(node, out, trace.mode)  # type: ignore[union-attr]
     return out
 
 
@@ -144,10 +145,11 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
             return unary(ufunc, pyop, a)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     site = user_site_from(_getframe(2))  # as in binary
-    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
+    # (a has a node on the trace's tape: trace is not None)
+    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)  # type: ignore[arg-type]
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode)
+        save_output(node, out, trace.mode)  # type: ignore[union-attr]
     return out
 
 
@@ -223,7 +225,7 @@ def function_call(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
     raise MissingRuleError(missing_rule_message(function_name(func)))
 
 
-def _wrapped_arrays(values: Any) -> list[WrappedArray]:
+def _wrapped_arrays(values: Any) -> list[WrappedValue]:
     found = []
     for v in values:
         if isinstance(v, WrappedValue):
@@ -276,7 +278,7 @@ def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any
 
 
 def apply(
-    rule: VjpRule,
+    rule: VjpRule | CallRule,
     args: tuple[Any, ...],
     kwargs: dict[str, Any] | None = None,
     result: Any = None,
@@ -308,12 +310,12 @@ def apply(
                 check_plain(a)
             raw.append(a)
             nodes.append(None)
-    if result is None:
+    if result is None:  # (a rule without fun is applied with its result: mypy cannot know)
         if rule.trusted:
-            result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)
+            result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)  # type: ignore[misc]
         else:
             with refusing_writes_by(rule.name):
-                result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))
+                result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))  # type: ignore[misc]
             result = unaliased(result, raw)
     if not active or truncates(result, raw, nodes):
         return wrap_constant(result, args, raw)
@@ -425,6 +427,7 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
     WrappedScalar, immutable like a numpy scalar, rebinds instead.
     """
     methods: dict[str, Callable[..., Any]] = {}
+    pyop: Callable[..., Any]  # (of two operands, then of one)
     arithmetic = [
         ("add", np.add, operator.add),
         ("sub", np.subtract, operator.sub),
@@ -471,12 +474,13 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
 
         compare.__name__ = f"__{name}__"
         methods[compare.__name__] = compare
-    for name, ufunc, pyop in [
+    one_operand: list[tuple[str, np.ufunc, Callable[..., Any]]] = [
         ("neg", np.negative, operator.neg),
         ("pos", np.positive, operator.pos),
         ("abs", np.absolute, operator.abs),
         ("invert", np.invert, operator.invert),
-    ]:
+    ]
+    for name, ufunc, pyop in one_operand:
 
         def one(self, ufunc=ufunc, pyop=pyop):
             return unary(ufunc, pyop, self)

@@ -9,7 +9,7 @@ that write nothing are defined with the types (:mod:`mutagrad.traced.value`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -31,8 +31,8 @@ def fill(w: WrappedArray, value: Any) -> None:
     mutation.assign(w, Ellipsis, value, "fill")
 
 
-def partition(w: WrappedArray, kth: Any, /, axis: int = -1, kind: str = "introselect",
-              order: Any = None) -> None:  # fmt: skip
+def partition(w: WrappedArray, kth: Any, /, axis: int = -1,
+              kind: Literal["introselect"] = "introselect", order: Any = None) -> None:  # fmt: skip
     """``w.partition(kth)``: numpy partitions in place, so ``np.partition``'s result is written
     back into ``w`` (its rule reads only the permutation, so the write poisons nothing
     of its own)."""

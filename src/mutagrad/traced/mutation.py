@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from threading import get_ident
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -168,7 +168,8 @@ def overlaps(a: np.ndarray, b: np.ndarray, max_work: int = 1000) -> bool:
     if a is b:
         return True
     try:
-        return bool(np.shares_memory(a, b, max_work=max_work))
+        # (numpy's stub allows max_work -1 and 0 only; the function takes any bound)
+        return bool(np.shares_memory(a, b, max_work=max_work))  # type: ignore[arg-type]
     except np.exceptions.TooHardError:
         return True
 
@@ -312,7 +313,7 @@ def commit(
     if (
         old_node is None
         and kind == NO_INDEX
-        and value_node.shape == base._raw.shape
+        and value_node.shape == base._raw.shape  # type: ignore[union-attr]  # (not both None)
         and _covers_base(place, base)
     ):
         base._node = value_node  # nothing of the old value survives, and it was constant
@@ -371,7 +372,7 @@ def _write_record(
     record = WriteRecord(
         base, operation, site if site is not None else user_site(), base._version + 1, key, place
     )
-    if journal is not None:
+    if journal is not None and trace is not None:  # (a journal is a trace's: mypy's narrowing)
         journal.append((len(trace.tape.nodes), record))
     return record
 
@@ -766,7 +767,9 @@ def ufunc_into(
     def perform(raw: list[Any], target: np.ndarray) -> None:
         ufunc(*raw, out=target, **kwargs)
 
-    return write_in_place(rule, inputs, out, kwargs or None, perform,
+    # (A CallRule, a user's rrule for the ufunc, is not handled on this path: record
+    # fails on it with an AttributeError.)
+    return write_in_place(rule, inputs, out, kwargs or None, perform,  # type: ignore[arg-type]
                           f"np.{ufunc.__name__}(..., out=)")  # fmt: skip
 
 
@@ -795,7 +798,8 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
         if o is None:
             continue
         if isinstance(o, WrappedValue):
-            assign(o, Ellipsis, r, f"np.{ufunc.__name__}(..., out=)")
+            # (an array: numpy refuses a scalar out= before it asks __array_ufunc__)
+            assign(cast(WrappedArray, o), Ellipsis, r, f"np.{ufunc.__name__}(..., out=)")
         else:
 
             if isinstance(r, WrappedValue) and is_active(r):
@@ -830,7 +834,8 @@ def assign_out(result: Any, out: Any, operation: str) -> Any:
     if isinstance(out, tuple):
         (out,) = out
     if isinstance(out, WrappedValue):
-        assign(out, Ellipsis, result, operation)
+        # (out= takes arrays: a WrappedScalar fails in the write with numpy's TypeError)
+        assign(cast(WrappedArray, out), Ellipsis, result, operation)
         return out
 
     if isinstance(result, WrappedValue) and is_active(result):

@@ -35,7 +35,7 @@ import math
 import operator
 from sys import _getframe
 from types import FrameType, GenericAlias
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -88,6 +88,13 @@ PINNED = 16
 DETACHED = 32
 THAWED = 64
 SHARED_INPUT = 128
+
+# The values numpy's stubs allow for the ndarray methods' string keywords.
+_OrderKACF = Literal["K", "A", "C", "F"]
+_OrderACF = Literal["A", "C", "F"]
+_PartitionKind = Literal["introselect"]
+_SortSide = Literal["left", "right"]
+_ModeKind = Literal["raise", "wrap", "clip"]
 
 # Every public attribute of np.ndarray: the ones WrappedValue does not define are
 # refused by name rather than reported as missing (see missing_attribute).
@@ -199,11 +206,11 @@ class WrappedValue:
 
     @property
     def T(self) -> WrappedArray:
-        return np.transpose(self)
+        return np.transpose(self)  # type: ignore[return-value]  # (see "methods" below)
 
     @property
     def mT(self) -> WrappedArray:
-        return np.swapaxes(self, -1, -2)
+        return np.swapaxes(self, -1, -2)  # type: ignore[return-value]  # (as T)
 
     # (x.real = v and x.imag = v write: their setters are bound by mutagrad.traced.)
     @property
@@ -353,7 +360,7 @@ class WrappedValue:
         def __gt__(self, other: Any) -> Any: ...
         def __le__(self, other: Any) -> Any: ...
         def __ge__(self, other: Any) -> Any: ...
-        def byteswap(self, inplace: bool = False) -> Any: ...
+        def byteswap(self, /, inplace: bool = False) -> Any: ...
 
     # -- methods ---------------------------------------------------------------
     #
@@ -361,9 +368,12 @@ class WrappedValue:
     # with the ndarray method's parameters, passed on to the numpy function of
     # the same name; np._NoValue marks a keyword the caller did not give, as in
     # numpy's own functions. array/methods.py holds the ones that take more.
+    # numpy's stubs type those functions as returning an ndarray; given a traced
+    # value they return what __array_function__ returns, a traced one (hence the
+    # ignore[return-value] comments).
 
-    def copy(self, order: str = "C") -> WrappedArray:
-        return np.copy(self, order=order)
+    def copy(self, order: _OrderKACF = "C") -> WrappedArray:
+        return np.copy(self, order=order)  # type: ignore[return-value]
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True):  # fmt: skip
@@ -371,19 +381,21 @@ class WrappedValue:
         astype = FUNCTION_RULES[np.ndarray.astype]  # its rule (mutagrad.rules.shape)
         return astype(self, dtype, order=order, casting=casting, copy=copy)
 
-    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> WrappedArray:
+    def reshape(
+        self, *shape: Any, order: _OrderACF = "C", copy: bool | None = None
+    ) -> WrappedArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         elif len(shape) == 1 and isinstance(shape[0], (np.ndarray, WrappedValue)):
             # numpy takes an integer array as the shape (np.kron, np.histogramdd do)
             sizes = np.asarray(unwrap(shape[0]))
             shape = (operator.index(sizes),) if sizes.ndim == 0 else tuple(sizes.tolist())
-        return np.reshape(self, shape, order=order, copy=copy)
+        return np.reshape(self, shape, order=order, copy=copy)  # type: ignore[return-value]
 
     def transpose(self, *axes: Any) -> WrappedArray:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return np.transpose(self, axes or None)
+            return np.transpose(self, axes[0] or None)  # type: ignore[return-value]
+        return np.transpose(self, axes or None)  # type: ignore[return-value]
 
     def view(self, dtype: Any = None, type: Any = None) -> Any:
         if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
@@ -394,20 +406,20 @@ class WrappedValue:
             return raw.view(type) if dtype is None else raw.view(dtype, type)
         return FUNCTION_RULES[np.ndarray.view](self, dtype)  # its rule (mutagrad.rules.shape)
 
-    def ravel(self, order: str = "C") -> WrappedArray:
-        return np.ravel(self, order=order)
+    def ravel(self, order: _OrderKACF = "C") -> WrappedArray:
+        return np.ravel(self, order=order)  # type: ignore[return-value]
 
-    def flatten(self, order: str = "C") -> WrappedArray:
-        return np.ravel(self, order=order).copy()
+    def flatten(self, order: _OrderKACF = "C") -> WrappedArray:
+        return np.ravel(self, order=order).copy()  # type: ignore[return-value]
 
     def squeeze(self, axis: Any = None) -> WrappedArray:
-        return np.squeeze(self, axis=axis)
+        return np.squeeze(self, axis=axis)  # type: ignore[return-value]
 
     def swapaxes(self, axis1: int, axis2: int, /) -> WrappedArray:
-        return np.swapaxes(self, axis1, axis2)
+        return np.swapaxes(self, axis1, axis2)  # type: ignore[return-value]
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> WrappedArray:
-        return np.diagonal(self, offset, axis1, axis2)
+        return np.diagonal(self, offset, axis1, axis2)  # type: ignore[return-value]
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
             initial: Any = np._NoValue, where: Any = np._NoValue):  # fmt: skip
@@ -465,11 +477,11 @@ class WrappedValue:
                 stable: Any = None) -> Any:  # fmt: skip
         return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
 
-    def argpartition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
+    def argpartition(self, kth: Any, /, axis: int = -1, kind: _PartitionKind = "introselect",
                      order: Any = None) -> Any:  # fmt: skip
         return np.argpartition(self, kth, axis=axis, kind=kind, order=order)
 
-    def searchsorted(self, v: Any, /, side: str = "left", sorter: Any = None) -> Any:
+    def searchsorted(self, v: Any, /, side: _SortSide = "left", sorter: Any = None) -> Any:
         return np.searchsorted(self, v, side=side, sorter=sorter)
 
     def nonzero(self) -> Any:
@@ -478,7 +490,7 @@ class WrappedValue:
     def compress(self, condition: Any, /, axis: Any = None, out: Any = None) -> Any:
         return np.compress(condition, self, axis=axis, out=out)
 
-    def choose(self, choices: Any, /, out: Any = None, mode: str = "raise") -> Any:
+    def choose(self, choices: Any, /, out: Any = None, mode: _ModeKind = "raise") -> Any:
         return np.choose(self, choices, out=out, mode=mode)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False, *,
@@ -493,9 +505,9 @@ class WrappedValue:
         return np.round(self, decimals=decimals, out=out)
 
     def repeat(self, repeats: Any, /, axis: Any = None) -> WrappedArray:
-        return np.repeat(self, repeats, axis=axis)
+        return np.repeat(self, repeats, axis=axis)  # type: ignore[return-value]
 
-    def take(self, indices: Any, /, axis: Any = None, out: Any = None, mode: str = "raise"):
+    def take(self, indices: Any, /, axis: Any = None, out: Any = None, mode: _ModeKind = "raise"):
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
@@ -505,7 +517,7 @@ class WrappedValue:
     def conj(self) -> WrappedArray:
         # numpy's method returns the array itself for a real array (the ufunc
         # np.conjugate copies): writes through the result reach it.
-        return self if self.dtype.kind != "c" else np.conjugate(self)
+        return self if self.dtype.kind != "c" else np.conjugate(self)  # type: ignore[return-value]
 
     def conjugate(self) -> WrappedArray:
         return self.conj()
@@ -555,7 +567,8 @@ class WrappedValue:
     def __rdivmod__(self, other: Any) -> Any:
         return np.divmod(other, self)
 
-    __class_getitem__ = classmethod(GenericAlias)  # WrappedArray[...] in annotations
+    def __class_getitem__(cls, item: Any) -> GenericAlias:  # WrappedArray[...] in annotations
+        return GenericAlias(cls, item)
 
     def __getattr__(self, name: str) -> Any:
         # Reached for a name the class does not define (and when a property raises
@@ -594,8 +607,8 @@ class WrappedArray(WrappedValue):
 
         def __getitem__(self, index: Any) -> Any: ...
         def __setitem__(self, index: Any, value: Any) -> None: ...
-        def fill(self, value: Any) -> None: ...
-        def partition(self, kth: Any, /, axis: int = -1, kind: str = "introselect",
+        def fill(self, /, value: Any) -> None: ...
+        def partition(self, kth: Any, /, axis: int = -1, kind: _PartitionKind = "introselect",
                       order: Any = None) -> None: ...  # fmt: skip
         def setfield(self, val: Any, /, dtype: Any, offset: int = 0) -> None: ...
 
@@ -670,7 +683,7 @@ class WrappedScalar(WrappedValue):
 
     __slots__ = ()
 
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]  # (as numpy: arrays unhashable, scalars not)
         # numpy scalars are hashable. A traced one is not: a dict or cache keyed
         # by it would match by number alone and hand back another value's gradient.
         if is_active(self):
@@ -706,7 +719,7 @@ class WrappedScalar(WrappedValue):
 _PICKLED_FLAGS = BUFFER | FROZEN
 
 
-def _unpickled(kind: type, data: Any, flags: int) -> WrappedValue:
+def _unpickled(kind: type[WrappedValue], data: Any, flags: int) -> WrappedValue:
     """A constant of ``kind`` holding ``data``: what pickle rebuilds."""
     value = object.__new__(kind)
     WrappedValue.__init__(value, data)
@@ -875,7 +888,7 @@ def _set_shape(w: WrappedValue, shape: Any) -> None:
 # Nodes, activity and views.
 
 
-def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
+def node_of(w: WrappedValue, tape: engine.Tape | None) -> Node | None:
     """The node of ``w``'s current value on ``tape``, or None if it is a constant there."""
     base = w._base
     if base is None:
@@ -907,7 +920,7 @@ def node_of(w: WrappedArray, tape: engine.Tape | None) -> Node | None:
     return n
 
 
-def is_active(w: WrappedArray) -> bool:
+def is_active(w: WrappedValue) -> bool:
     """Does ``w`` carry a gradient in the current gradient call?
 
     Where no call is active, a value of a call running in another thread is
@@ -970,11 +983,11 @@ def any_active(values: Any) -> bool:
     return False
 
 
-def make_view(parent: WrappedArray, data: np.ndarray) -> WrappedArray:
+def make_view(parent: WrappedValue, data: np.ndarray) -> WrappedArray:
     """A WrappedArray for ``data``, a numpy view into ``parent``'s memory."""
     base = parent._base if parent._base is not None else parent
     v = WrappedArray(data)
-    v._base = base
+    v._base = base  # type: ignore[assignment]  # parent holds an ndarray (data views it): an array
     if parent._flags & (DETACHED | THAWED):
         v._flags = parent._flags & (DETACHED | THAWED)
     if base._flags & BORROWED:
@@ -1077,8 +1090,7 @@ def array_like(value: Any) -> Any:
 
 def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = None) -> Any:
     """A read-only WrappedArray pinned to ``node``, given to a pullback in a traced sweep."""
-    pinned_view = base is not None and type(value) is np.ndarray
-    w = make_view(base, value) if pinned_view else wrap(value)
+    w = make_view(base, value) if base is not None and type(value) is np.ndarray else wrap(value)
     w._node = node
     w._flags |= READONLY | PINNED
     return w
