@@ -166,7 +166,7 @@ def take_along_axis(arr, indices, axis=-1):
 
 # -- ufunc.at -------------------------------------------------------------------------
 
-_AT_RULES = {
+_AT_RULES: dict[np.ufunc, VjpRule] = {
     np.add: VjpRule(
         "add.at",
         np.add.at,

@@ -264,12 +264,10 @@ def chain_order(dims: list[int]) -> dict[tuple[int, int], int]:
     for length in range(1, n):
         for i in range(n - length):
             j = i + length
-            best = None
-            for k in range(i, j):
-                c = cost[i, k] + cost[k + 1, j] + dims[i] * dims[k + 1] * dims[j + 1]
-                if best is None or c < best:
-                    best, split[i, j] = c, k
-            cost[i, j] = best
+            costs = [cost[i, k] + cost[k + 1, j] + dims[i] * dims[k + 1] * dims[j + 1]
+                     for k in range(i, j)]  # fmt: skip
+            cost[i, j] = min(costs)
+            split[i, j] = i + costs.index(cost[i, j])  # the first of the cheapest splits
     return split
 
 

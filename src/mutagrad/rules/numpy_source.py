@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -74,9 +74,11 @@ def _numpy_decides(numpy_function: Callable[..., Any], fresh: bool, a: Any, *arg
         if shares and model.dtype != data.dtype:
             # A view of the bytes as another dtype: numpy's own call, refused on a traced array.
             return numpy_function(a, *args, **kwargs)
-        result = a
+        result: Any = a  # (numpy's functions return ours for it: not the stubs' ndarray)
         if not shares:
-            order = "F" if model.flags.f_contiguous and not model.flags.c_contiguous else "C"
+            order: Literal["F", "C"] = (
+                "F" if model.flags.f_contiguous and not model.flags.c_contiguous else "C"
+            )
             result = np.reshape(a, data.shape).astype(model.dtype, order=order, copy=True)
             if type(model) is np.ndarray and not isinstance(result, WrappedArray):
                 # numpy converts a scalar to a 0-d array (which the body may
@@ -115,7 +117,8 @@ def _buffer(numpy_function: Callable[..., Any]) -> Callable[..., Any]:
     return allocate
 
 
-def _full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", **kwargs: Any) -> Any:
+def _full(shape: Any, fill_value: Any, dtype: Any = None, order: Literal["C", "F"] = "C",
+          **kwargs: Any) -> Any:  # fmt: skip
     """``np.full`` into a constant WrappedArray; a traced fill value keeps its gradient."""
     if isinstance(fill_value, WrappedValue):
         dtype = fill_value.dtype if dtype is None else dtype

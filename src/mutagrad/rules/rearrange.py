@@ -222,8 +222,9 @@ def _triangle(name, keep):
     return adapter
 
 
-implements(np.tril)(_triangle("tril", lambda shape, k: np.tri(*shape, k=k, dtype=bool)))
-implements(np.triu)(_triangle("triu", lambda shape, k: ~np.tri(*shape, k=k - 1, dtype=bool)))
+# (numpy's own tri(*m.shape[-2:]): one dimension or two, which mypy cannot match to N, M)
+implements(np.tril)(_triangle("tril", lambda shape, k: np.tri(*shape, k=k, dtype=bool)))  # type: ignore[call-overload]
+implements(np.triu)(_triangle("triu", lambda shape, k: ~np.tri(*shape, k=k - 1, dtype=bool)))  # type: ignore[call-overload]
 
 
 @implements(np.diag)

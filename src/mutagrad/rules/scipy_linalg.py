@@ -20,6 +20,7 @@ they differentiate again:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -395,6 +396,10 @@ def _primary_function_vjp(function):
     return vjp
 
 
+# (Annotated: each vjp calls the function defined below it, which mypy cannot infer first.)
+expm: Callable[..., Any]
+sqrtm: Callable[..., Any]
+logm: Callable[..., Any]
 EXPM = VjpRule("scipy.linalg.expm", linalg.expm,
                (_primary_function_vjp(lambda m: expm(m)),), ((0,),))
 expm = with_rule(linalg.expm, EXPM, lambda A: ((A,), None))

@@ -25,6 +25,7 @@ integer there is fine.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -227,7 +228,9 @@ POLYGAMMA = VjpRule(
     ),
     ((), (0, 1)),
 )
-polygamma = with_rule(special.polygamma, POLYGAMMA, lambda n, x: ((n, x), None))
+polygamma: Callable[..., Any] = with_rule(  # (annotated: used above, in vjps)
+    special.polygamma, POLYGAMMA, lambda n, x: ((n, x), None)
+)
 
 
 def _multigammaln_vjp(g: Any, ans: Any, a: Any, d: Any) -> Any:

@@ -44,7 +44,11 @@ _NO_CLOSED_FORM = "no closed form is implemented"
 
 
 class Distribution:
-    """One distribution's functions that take traced values: ``norm.logpdf(x, loc, scale)``."""
+    """One distribution's functions that take traced values: ``norm.logpdf(x, loc, scale)``.
+
+    Each function is an attribute named after SciPy's method; the subclasses
+    below declare which ones a kind of distribution has.
+    """
 
     def __init__(self, name: str, scipy_distribution: Any, functions: dict[str, Any]):
         self.name = name
@@ -52,6 +56,39 @@ class Distribution:
         self.functions = functions
         for method, function in functions.items():
             setattr(self, method, function)
+
+
+class DensityDistribution(Distribution):
+    """A distribution with a density: ``dirichlet``."""
+
+    logpdf: Callable[..., Any]
+    pdf: Callable[..., Any]
+
+
+class ContinuousDistribution(DensityDistribution):
+    """A continuous family of location and scale, with its distribution functions."""
+
+    cdf: Callable[..., Any]
+    logcdf: Callable[..., Any]
+    sf: Callable[..., Any]
+    logsf: Callable[..., Any]
+
+
+class MultivariateNormalDistribution(DensityDistribution):
+    """``multivariate_normal``: its density and its entropy."""
+
+    entropy: Callable[..., Any]
+
+
+class DiscreteDistribution(Distribution):
+    """A discrete distribution: ``poisson``'s mass and distribution functions."""
+
+    logpmf: Callable[..., Any]
+    pmf: Callable[..., Any]
+    cdf: Callable[..., Any]
+    logcdf: Callable[..., Any]
+    sf: Callable[..., Any]
+    logsf: Callable[..., Any]
 
 
 # -- continuous families of location and scale -------------------------------------------
@@ -176,7 +213,7 @@ def _family_binder(family: Family) -> Callable[..., Any]:
 CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")
 
 
-def _continuous(family: Family) -> Distribution:
+def _continuous(family: Family) -> ContinuousDistribution:
     bind = _family_binder(family)
     functions = {
         method: with_rule(
@@ -184,7 +221,7 @@ def _continuous(family: Family) -> Distribution:
         )
         for method in CONTINUOUS_METHODS
     }
-    return Distribution(family.name, family.scipy, functions)
+    return ContinuousDistribution(family.name, family.scipy, functions)
 
 
 def _t_log_density(z, df):
@@ -275,7 +312,7 @@ def _poisson(method: str) -> Any:
     return with_rule(scipy_method, rule, lambda k, mu, loc=0: ((k, mu, loc), None), name=method)
 
 
-poisson = Distribution("poisson", stats.poisson, {
+poisson = DiscreteDistribution("poisson", stats.poisson, {
     method: _poisson(method) for method in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 })  # fmt: skip
 
@@ -359,10 +396,10 @@ def _square_cov(cov: Any, dim: int) -> Any:
 
 
 def _mvn_binder(*, entropy: bool) -> Callable[..., Any]:
-    def bind(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def bind(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
         names = ("mean", "cov") if entropy else ("x", "mean", "cov", "allow_singular")
         values = {**dict(zip(names, args)), **kwargs}
-        x = values.get("x")
+        x: Any = values.get("x")  # (None for entropy)
         mean, cov = values.get("mean"), values.get("cov", 1)
         dim = np.shape(mean)[-1] if mean is not None and np.ndim(mean) else (
             np.shape(cov)[-1] if np.ndim(cov) else np.shape(x)[-1])  # fmt: skip
@@ -386,13 +423,12 @@ MVN_ENTROPY = VjpRule(
     ((0,), (1,)),
 )
 
-multivariate_normal = Distribution("multivariate_normal", stats.multivariate_normal, {
-    "logpdf": with_rule(stats.multivariate_normal.logpdf, _mvn_rule("logpdf"),
-                        _mvn_binder(entropy=False), name="logpdf"),
-    "pdf": with_rule(stats.multivariate_normal.pdf, _mvn_rule("pdf"), _mvn_binder(entropy=False),
-                     name="pdf"),
-    "entropy": with_rule(stats.multivariate_normal.entropy, MVN_ENTROPY,
-                         _mvn_binder(entropy=True), name="entropy"),
+_MVN = stats.multivariate_normal
+multivariate_normal = MultivariateNormalDistribution("multivariate_normal", _MVN, {
+    "logpdf": with_rule(_MVN.logpdf, _mvn_rule("logpdf"), _mvn_binder(entropy=False),
+                        name="logpdf"),
+    "pdf": with_rule(_MVN.pdf, _mvn_rule("pdf"), _mvn_binder(entropy=False), name="pdf"),
+    "entropy": with_rule(_MVN.entropy, MVN_ENTROPY, _mvn_binder(entropy=True), name="entropy"),
 })  # fmt: skip
 
 
@@ -426,7 +462,7 @@ def _dirichlet(method: str) -> Any:
     return with_rule(scipy_method, rule, lambda x, alpha: ((x, alpha), None), name=method)
 
 
-dirichlet = Distribution("dirichlet", stats.dirichlet, {
+dirichlet = DensityDistribution("dirichlet", stats.dirichlet, {
     "logpdf": _dirichlet("logpdf"), "pdf": _dirichlet("pdf"),
 })  # fmt: skip
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import Rule
+from mutagrad.core.engine import VjpRule
 from mutagrad.core.registry import FUNCTION_RULES, PRIMITIVES
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
@@ -38,11 +38,11 @@ def traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 def with_rule(
     scipy_function: Any,
-    rule: Rule | None,
+    rule: VjpRule | None,
     bind: Binder | None = None,
     adapter: Callable[..., Any] | None = None,
     name: str | None = None,
-) -> Any:
+) -> Callable[..., Any]:
     """``scipy_function`` taking traced values: SciPy's value, ``rule``'s derivative.
 
     ``bind(*args, **kwargs)`` returns the rule's positional arguments (the
