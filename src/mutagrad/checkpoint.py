@@ -123,7 +123,9 @@ class CheckpointRule(Rule):
         token = STATE.set(STATE.get() if recording else None)
         try:
             call = GradientCall(args, kw["mode"])
-            links = list(node.inputs[n_args:]) if recording else [None] * len(closed)
+            links: list[Node | None] = (
+                list(node.inputs[n_args:]) if recording else [None] * len(closed)
+            )
             bound = _bind(closed, call.tape, call.trace.bit, links)
             call.param_nodes.extend(b for _, _, b in bound)  # the sweep stops at them
             try:
@@ -292,8 +294,10 @@ class _Block:
         write to them.
         """
         tape, segment = self.tape, self.segment
-        own_journal = tape.journal is None  # (explain may keep one already)
-        journal: list[tuple[int, WriteRecord]] = [] if own_journal else tape.journal
+        journal = tape.journal
+        own_journal = journal is None  # (explain may keep one already)
+        if journal is None:
+            journal = []
         tape.journal = journal
         journal_start = len(journal)
         self.segment_args = [

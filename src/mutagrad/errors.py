@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from contextvars import ContextVar
+from types import CodeType, FrameType
 
 
 class MutagradError(Exception):
@@ -56,8 +57,8 @@ class TracerConversionError(MutagradError, TypeError):
         super().__init__(*args)
         # numpy drops the traceback of an error it replaces: where it was made is kept
         # here, as (code, offset) pairs, innermost first.
-        stack = []
-        frame = sys._getframe(1)
+        stack: list[tuple[CodeType, int]] = []
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None and len(stack) < 40:
             stack.append((frame.f_code, frame.f_lasti))
             frame = frame.f_back

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import attrs
 import numpy as np
@@ -185,7 +185,7 @@ def explain(
     f: Callable[..., Any],
     *args: Any,
     mode: str | None = None,
-    file: TextIO | str | None = "stdout",
+    file: TextIO | Literal["stdout"] | None = "stdout",
     poisoned: bool = False,
     writes: bool = False,
     lines: Any = None,

@@ -35,7 +35,7 @@ class HookRule(Rule):
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (inp,) = node.inputs
-        assert node.aux is not None
+        assert inp is not None and node.aux is not None  # (the hooked value's node; its fn)
         g = read_only(g)  # it may be shared with other nodes' cotangents
         replaced = node.aux["fn"](g)
         if inp.tag & bk.bit:

@@ -163,7 +163,7 @@ def _zeros_like(leaf: Any) -> Any:
     """The derivative of an argument that does not influence the result."""
     if isinstance(leaf, (int, float)) and not isinstance(leaf, np.generic):
         return 0.0
-    dtype = cotangent_dtype(np.dtype(leaf.dtype) if hasattr(leaf, "dtype") else np.float64)
+    dtype = cotangent_dtype(np.dtype(leaf.dtype if hasattr(leaf, "dtype") else np.float64))
     if isinstance(leaf, np.generic):
         return dtype.type(0)
     return np.zeros(np.shape(leaf), dtype=dtype)

@@ -57,7 +57,7 @@ def _operands(operation: ast.AST, name: str, n_arguments: int) -> list[ast.expr]
             return None
         if isinstance(operation, ast.BinOp):
             return [operation.left, operation.right]
-        return [operation.target, operation.value]  # type: ignore[list-item]
+        return [operation.target, operation.value]
     if not isinstance(operation, ast.Call):
         return None
     func = operation.func
