@@ -34,6 +34,7 @@ $(VENV)/.installed-report: pyproject.toml
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 test: lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest $(PYTEST_ARGS)
@@ -75,4 +76,4 @@ bench: $(VENV)/.installed-test
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(VENVS) build src/*.egg-info .pytest_cache .hypothesis .ruff_cache mutagrad-report
+	rm -rf $(VENV) $(VENVS) build src/*.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache mutagrad-report
