@@ -341,3 +341,39 @@ def test_rrule_closure_is_poisoned_by_a_later_write():
 
     with pytest.raises(mutagrad.PoisonedCaptureError):
         mutagrad.gradient(f, np.ones(2))
+
+
+@pytest.fixture
+def users_rule_for_sin():
+    """A user's rrule for np.sin (scaled by 10, so that its use shows), removed afterwards."""
+    from mutagrad.core.registry import UFUNC_RULES
+
+    builtin = UFUNC_RULES[np.sin]
+
+    @mutagrad.rrule(np.sin)
+    def sin_rule(x):
+        return np.sin(mutagrad.ignore_derivatives(x)), lambda dy: (10.0 * dy * np.cos(x),)
+
+    yield
+    UFUNC_RULES[np.sin] = builtin
+
+
+def test_a_users_ufunc_rule_with_out(users_rule_for_sin):
+    x = np.array([0.5, 1.0, 2.0])
+
+    def into_a_buffer(x):
+        y = np.zeros_like(x)
+        np.sin(x, out=y)
+        return np.sum(y * y)
+
+    (g,) = mutagrad.gradient(into_a_buffer, x)
+    np.testing.assert_allclose(g, 10.0 * 2 * np.sin(x) * np.cos(x))
+    assert into_a_buffer(x) == np.sum(np.sin(x) ** 2)
+
+    def over_its_input(x):
+        y = x * 1.0
+        np.sin(y, out=y)  # the rule's pullback reads y: the write poisons it
+        return np.sum(y)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError):
+        mutagrad.gradient(over_its_input, x)

@@ -764,13 +764,17 @@ def ufunc_into(
             return ufunc_into(ufunc, inputs, out, kwargs)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
 
+    operation = f"np.{ufunc.__name__}(..., out=)"
+    if rule is not None and type(rule) is not VjpRule:
+        # A user's rrule for the ufunc records its own call: the result, then the write
+        # (what numpy's out= of an elementwise function amounts to, buffered).
+        assign(out, Ellipsis, rule.call(inputs, kwargs or None), operation)
+        return out
+
     def perform(raw: list[Any], target: np.ndarray) -> None:
         ufunc(*raw, out=target, **kwargs)
 
-    # (A CallRule, a user's rrule for the ufunc, is not handled on this path: record
-    # fails on it with an AttributeError.)
-    return write_in_place(rule, inputs, out, kwargs or None, perform,  # type: ignore[arg-type]
-                          f"np.{ufunc.__name__}(..., out=)")  # fmt: skip
+    return write_in_place(rule, inputs, out, kwargs or None, perform, operation)
 
 
 def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:
