@@ -46,3 +46,16 @@ def test_a_wrong_gradient_from_the_fuzzer_is_an_alarm():
                         {"strict": 0, "poison": 0, "snapshot": 0})  # fmt: skip
     alarms = [s for s in headline(summarize(attrs.evolve(report, fuzz=found))) if s.alarm]
     assert any("poison 1 wrong" in s.text for s in alarms)
+
+
+def test_the_report_shows_the_fuzzer_s_refusals_by_reason():
+    from mutagrad.report import render_markdown
+
+    report = small_report(fuzz_programs=0)
+    reason = "MissingRuleError: no rule for np.frob"
+    found = FuzzFigures(10, 10, 0, dict.fromkeys(("strict", "poison", "snapshot"), 0),
+                        dict.fromkeys(("strict", "poison", "snapshot"), 0),
+                        {"poison": {reason: 2}, "snapshot": {reason: 3}})  # fmt: skip
+    text = render_markdown(attrs.evolve(report, fuzz=found))
+    assert "## What the differential fuzzer's programs were refused for" in text
+    assert f"| {reason} | 0 | 2 | 3 |" in text

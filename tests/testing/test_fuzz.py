@@ -398,3 +398,46 @@ def test_the_command_line_prints_a_table_and_writes_the_findings(tmp_path, capsy
     written = out.read_text()
     assert written.startswith("programs: 6 (")
     assert status == (1 if "## program" in written else 0)
+    assert "refused, by reason:" in written
+
+
+# -- the refusal breakdown ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error_type", "message", "reason"),
+    [
+        ("MissingRuleError",
+         "mutagrad has no derivative rule for np.maximum.accumulate, which was called on a",
+         "MissingRuleError: no rule for np.maximum.accumulate"),
+        ("NotDifferentiableError", "np.place with values that share memory with the array it "
+         "writes, at", "NotDifferentiableError: np.place with values overlapping the array"),
+        ("NotDifferentiableError", "an operation on a traced value in thread 'Thread-55', at",
+         "NotDifferentiableError: a traced value in another thread"),
+        ("MutationError", "Mutating arrays is not supported -- called fill on float64 array",
+         "MutationError: an in-place write (strict mode)"),
+        ("TracerConversionError", "x.item() of a traced value, at",
+         "TracerConversionError: x.item()"),
+        # No pattern: the message as it reads, without its numbers and quoted names.
+        ("NotDifferentiableError", "np.frob of shape (3, 4) in 'g7' is odd, at",
+         "NotDifferentiableError: np.frob of shape (N, N) in '…' is odd"),
+    ],
+)  # fmt: skip
+def test_a_refusal_s_reason_names_its_cause_without_the_program_s_details(
+    error_type, message, reason
+):
+    assert fuzz.refusal_reason(error_type, message) == reason
+
+
+def test_the_breakdown_counts_each_reason_in_each_mode():
+    from mutagrad.testing.fuzz.refusals import breakdown_table, refusal_breakdown
+
+    verdicts = [judge(WRITES), judge(WRITES), judge(SMOOTH)]
+    breakdown = refusal_breakdown(r for v in verdicts for r in v.results)
+    assert breakdown == {"strict": {"MutationError: an in-place write (strict mode)": 2}}
+    table = breakdown_table(breakdown, fuzz.MODES)
+    assert table[0] == "refused, by reason:"
+    assert re.match(r"\s+2\s+0\s+0  MutationError: an in-place write", table[2])
+    assert breakdown_table({}, fuzz.MODES) == ["refused, by reason: none"]
+    figures = fuzz.fuzz_figures(3, seed=4)
+    assert set(figures.refusals) <= set(fuzz.MODES)

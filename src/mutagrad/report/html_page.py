@@ -39,6 +39,7 @@ from mutagrad.report.plots import (
 from mutagrad.report.runner import MeasuredResult, Report
 from mutagrad.report.summary import (
     category_rows,
+    fuzz_refusal_rows,
     headline,
     known_issue_rows,
     refusal_rows,
@@ -317,6 +318,10 @@ def render_html(report: Report, plots: dict[str, str] | bool | None = True) -> s
 
     parts.append("<h2>By category</h2>")
     parts.append(_table(*category_rows(summary), numeric_from=1))
+    header, rows = fuzz_refusal_rows(report)
+    if rows:
+        parts.append("<h2>What the differential fuzzer's programs were refused for</h2>")
+        parts.append(_table(header, rows, numeric_from=1))
 
     parts.append("<h2>Poison errors</h2>")
     poisoned = [

@@ -19,6 +19,7 @@ from mutagrad.report.runner import Report
 from mutagrad.report.summary import (
     Summary,
     category_rows,
+    fuzz_refusal_rows,
     headline,
     known_issue_rows,
     refusal_rows,
@@ -82,6 +83,14 @@ def _peers_section(report: Report) -> list[str]:
     return parts
 
 
+def _fuzz_refusals_section(report: Report) -> list[str]:
+    header, rows = fuzz_refusal_rows(report)
+    if not rows:
+        return []
+    return ["", "## What the differential fuzzer's programs were refused for", "",
+            _table(header, rows)]  # fmt: skip
+
+
 def _generated_programs(report: Report) -> list[str]:
     generated = [p for p in report.programs if p.program.category == GENERATED_CATEGORY]
     if not generated:
@@ -120,6 +129,7 @@ def render_markdown(report: Report) -> str:
         "## By category",
         "",
         _table(*category_rows(summary)),
+        *_fuzz_refusals_section(report),
         *_poison_section(report),
         *_known_issues_section(report),
         *_measurements_section(report),

@@ -36,6 +36,7 @@ from mutagrad.report.peers import PEERS, column_title, system_label, timed_label
 from mutagrad.report.runner import MeasuredResult, PoisonVerdict, ProgramResult, Report
 from mutagrad.report.tables import ratio_text, seconds_text
 from mutagrad.testing.fuzz import FuzzFigures
+from mutagrad.testing.fuzz.refusals import breakdown_rows
 from mutagrad.testing.verdicts import SILENTLY_WRONG, Outcome
 
 
@@ -400,6 +401,16 @@ def refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
                 [PEERS[peer].title, error_type, message, str(len(names)), _shorten(names, 4)]
             )
     return ["peer", "error", "first line", "programs", "which"], rows
+
+
+def fuzz_refusal_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The differential fuzzer's refusals by reason: a row per reason, a count per mode."""
+    fuzz = report.fuzz
+    if fuzz is None or not fuzz.refusals:
+        return [], []
+    modes = list(fuzz.wrong)
+    rows = breakdown_rows(fuzz.refusals, modes)
+    return ["reason", *modes], [[reason, *map(str, counts)] for reason, counts in rows]
 
 
 @attrs.frozen

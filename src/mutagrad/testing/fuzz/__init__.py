@@ -54,6 +54,8 @@ The package's modules, in the order a program passes through them:
 * :mod:`.program` – :class:`Program`, the rendered program;
 * :mod:`.oracle` – :func:`judge` and its vocabulary;
 * :mod:`.minimise` – :func:`minimise`;
+* :mod:`.refusals` – :func:`refusal_reason`: a refusal's cause as a short,
+  stable key, counted per mode in every run's summary and in the report;
 * :mod:`.cli` – the command line and :func:`fuzz_figures` for the report.
 """
 
@@ -85,6 +87,7 @@ from mutagrad.testing.fuzz.grammar import generate, render
 from mutagrad.testing.fuzz.minimise import minimise
 from mutagrad.testing.fuzz.oracle import MODES, Verdict, discard_reason, judge
 from mutagrad.testing.fuzz.program import Program
+from mutagrad.testing.fuzz.refusals import refusal_breakdown, refusal_reason
 from mutagrad.testing.verdicts import ModeResult, Outcome
 
 __all__ = [
@@ -114,6 +117,8 @@ __all__ = [
     "main",
     "minimise",
     "program_rng",
+    "refusal_breakdown",
+    "refusal_reason",
     "render",
     "summary_table",
 ]

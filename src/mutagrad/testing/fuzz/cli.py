@@ -3,7 +3,8 @@
 A run judges ``--count`` programs, program ``k`` of seed ``S`` drawn from
 ``random.Random(f"{S}:{k}")`` (:func:`program_rng`), so any program of any
 run can be drawn again alone; it prints the outcomes per mode
-(:func:`summary_table`) and, for every WRONG or crashing program, a script
+(:func:`summary_table`), what mutagrad refused grouped by reason
+(:mod:`.refusals`), and, for every WRONG or crashing program, a script
 reproducing it, minimised (:func:`finding_report`).
 """
 
@@ -23,6 +24,7 @@ from mutagrad.testing import arguments
 from mutagrad.testing.fuzz.grammar import generate
 from mutagrad.testing.fuzz.minimise import minimise
 from mutagrad.testing.fuzz.oracle import MODES, Verdict, judge
+from mutagrad.testing.fuzz.refusals import breakdown_table, refusal_breakdown
 from mutagrad.testing.verdicts import SILENTLY_WRONG, ModeResult, Outcome
 
 #: The rows of the outcome table: a program numpy rejects is discarded, never judged.
@@ -68,7 +70,8 @@ class FuzzFigures:
     """What a fuzzing run found, per mode: for the comparison report's headline.
 
     ``wrong`` counts the silently wrong calls (a value or a gradient that
-    differs), ``crashed`` the crashes and timeouts.
+    differs), ``crashed`` the crashes and timeouts; ``refusals`` the refused
+    calls of each mode by reason (:func:`~.refusals.refusal_reason`).
     """
 
     programs: int
@@ -76,6 +79,7 @@ class FuzzFigures:
     seed: int
     wrong: dict[str, int]
     crashed: dict[str, int]
+    refusals: dict[str, dict[str, int]] = attrs.field(factory=dict)
 
     @property
     def failures(self) -> int:
@@ -94,11 +98,13 @@ def fuzz_figures(
         return {mode: sum(v.outcome(mode) in outcomes for v in judged) for mode in MODES}
 
     wrong, crashed = counting(SILENTLY_WRONG), counting((Outcome.CRASH, Outcome.TIMEOUT))
-    return FuzzFigures(count, len(judged), seed, wrong, crashed)
+    refusals = refusal_breakdown(r for v in judged for r in v.results)
+    return FuzzFigures(count, len(judged), seed, wrong, crashed, refusals)
 
 
 def summary_table(verdicts: Sequence[Verdict]) -> str:
-    """Counts of each outcome in each mode, and of discarded programs by reason."""
+    """Counts of each outcome in each mode, of discarded programs by reason, and of refusals
+    by reason in each mode."""
     judged = [v for v in verdicts if v.discarded is None]
     lines = [
         f"programs: {len(verdicts)} ({len(judged)} judged, {len(verdicts) - len(judged)} discarded)"
@@ -109,13 +115,8 @@ def summary_table(verdicts: Sequence[Verdict]) -> str:
         lines.append(f"{outcome.value:<14}" + "".join(f"{n:>10}" for n in counts))
     reasons = Counter(v.discarded.split(":")[0] for v in verdicts if v.discarded is not None)
     lines += [f"discarded: {n:>5}  {reason}" for reason, n in reasons.most_common()]
-    refusals = Counter(
-        (r.mode, r.error_type) for v in judged for r in v.results if r.outcome is Outcome.REFUSED
-    )
-    lines += [
-        f"refused:   {n:>5}  {mode}: {error}" for (mode, error), n in sorted(refusals.items())
-    ]
-    return "\n".join(lines)
+    breakdown = refusal_breakdown(r for v in judged for r in v.results)
+    return "\n".join(lines + breakdown_table(breakdown, MODES))
 
 
 def _describe(verdict: Verdict) -> str:
