@@ -468,13 +468,32 @@ def ufunc_out_with_where():
 
 
 @trigger
-def multiply_at():
+def ufunc_at_of_a_ufunc_with_a_closure_rule():
+    rules = mutagrad.core.registry.UFUNC_RULES
+    saved = rules[np.hypot]
+
+    @mutagrad.rrule(np.hypot)
+    def hypot_rule(x, y):
+        z = np.hypot(x, y)
+        return z, lambda g: (mutagrad.NoTangent(), g * x / z, g * y / z)
+
     def f(x):
         y = x * 1.0
-        np.multiply.at(y, [0], 2.0)
+        np.hypot.at(y, [0], 2.0)
         return np.sum(y)
 
-    mutagrad.gradient(f, X)
+    try:
+        mutagrad.gradient(f, X)
+    finally:
+        mutagrad.custom.clear_rule(np.hypot)
+        rules[np.hypot] = saved
+
+
+@trigger
+def reduce_that_numpy_does_not_fold():
+    # numpy 2.2 to 2.5 compute power.reduce of three or more elements along a contiguous
+    # axis as x[0] ** x[-1] (the fold along other axes).
+    mutagrad.gradient(lambda x: np.power.reduce(x[1:]), X)
 
 
 # -- missing rules ---------------------------------------------------------------------

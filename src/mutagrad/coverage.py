@@ -267,7 +267,10 @@ PYTHON_LEVEL: dict[str, str] = {
     "tril": KEPT_RULE,
     "triu": KEPT_RULE,
     "polymul": "a rule: numpy's polymul converts the coefficients inside np.poly1d's methods",
-    "vander": "a rule: numpy's vander runs np.multiply.accumulate(..., out=), which has no rule",
+    "vander": (
+        "a rule: numpy's vander runs np.multiply.accumulate(..., out=) into a raw np.empty "
+        "buffer, which a traced value cannot be written into"
+    ),
     "apply_along_axis": "a rule: numpy's code converts its input in C (_array_converter)",
     "kron": (
         "a rule, from when numpy's kron could not be traced (it reshapes by an ndarray "

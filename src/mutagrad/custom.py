@@ -137,6 +137,7 @@ def _check_registrable(fn: Any) -> None:
 
 def _register(fn: Any, rule: VjpRule | ClosureRule) -> None:
     if isinstance(fn, np.ufunc):
+        _forget_methods(fn)
         UFUNC_RULES[fn] = rule
     else:
         FUNCTION_RULES[fn] = lambda *args, **kwargs: apply(rule, args, kwargs or None)
@@ -468,7 +469,15 @@ def clear_rule(fn: Any) -> None:
     FUNCTION_RULES.pop(fn, None)
     NONDIFFERENTIABLE.discard(fn)
     if isinstance(fn, np.ufunc):
+        _forget_methods(fn)
         UFUNC_RULES.pop(fn, None)
+
+
+def _forget_methods(ufunc: np.ufunc) -> None:
+    """Drop the rules of ``ufunc.reduce``, ``.outer``... derived from its rule: its next
+    method call derives them from the new one (mutagrad.rules.ufunc_methods)."""
+    for key in [k for k in UFUNC_RULES if isinstance(k, tuple) and k[0] is ufunc]:
+        del UFUNC_RULES[key]
 
 
 __all__ = ["ANS", "defvjp", "non_differentiable", "primitive", "rrule"]

@@ -208,13 +208,98 @@ def test_sort_values_are_numpy_s_bit_for_bit():
     np.testing.assert_array_equal(result.grad[0], expected)
 
 
-def test_unsupported_ufunc_at_on_traced_arrays_names_itself():
+# ufunc.at of every ufunc with a rule: (ufunc, operand or None for one input). Values
+# inside each domain; the program applies index 0 three times, in turn.
+AT_CASES = [
+    (np.multiply, lambda x: x[1:4] * 0.5),
+    (np.divide, lambda x: 1.5 + x[1:4] ** 2),
+    (np.power, lambda x: x[1:4] * 0.5),
+    (np.maximum, lambda x: x[[3, 1, 5]]),
+    (np.minimum, lambda x: x[[3, 1, 5]]),
+    (np.logaddexp, lambda x: x[1:4]),
+    (np.hypot, lambda x: x[1:4]),
+    (np.arctan2, lambda x: 1.5 + x[1:4] ** 2),
+    (np.subtract, lambda x: np.sin(x[1:4])),  # the rounds, not subtract.at's own rule: below
+    (np.negative, None),
+    (np.sin, None),
+    (np.exp, None),
+    (np.square, None),
+]
+
+
+@pytest.mark.parametrize(("ufunc", "operand"), AT_CASES, ids=[u.__name__ for u, _ in AT_CASES])
+def test_ufunc_at_of_every_ufunc_with_a_rule(ufunc, operand):
+    def program(x):
+        y = np.abs(x) + 0.5  # positive: inside every domain above
+        if operand is None:
+            ufunc.at(y, [0, 2, 0, 0], *())
+        else:
+            ufunc.at(y, [0, 2, 0], operand(x))
+        m = np.reshape(y * 1.0, (2, 3))
+        args = () if operand is None else (np.cos(x[:2]),)
+        ufunc.at(m, (np.array([1, 1]), slice(0, 3, 2)), *args)  # a tuple index with a slice
+        return np.sum(m * np.arange(1.0, 7.0).reshape(2, 3))
+
+    run_both(program, X)
+    check_gradient(program, X, mode="snapshot")
+
+
+def test_ufunc_at_reads_an_overlapping_operand_as_it_was_before_the_call():
     def program(x):
         y = x * 1.0
-        np.multiply.at(y, [0], 2.0)
+        np.multiply.at(y, [1, 0, 1], y[:3])  # numpy buffers y[:3] first
+        np.maximum.at(y, [2, 3], y[[3, 2]] * 2.0)
+        return np.sum(y * y)
+
+    run_both(program, X)
+
+
+def test_add_at_s_own_rule_and_the_rounds_agree():
+    from mutagrad.rules import inplace
+
+    def program(x, rounds=False):
+        y = x * 1.0
+        at = (lambda *a: inplace._ufunc_at_in_rounds(np.add, "np.add.at", *a)) if rounds else (
+            lambda y, k, b: np.add.at(y, k, b))  # fmt: skip
+        at(y, ([0, 3, 0, 0],), x[2:] ** 2)
+        return np.sum(y**3)
+
+    fast, rounds = (mutagrad.withgradient(program, X, rounds=r) for r in (False, True))
+    assert fast.val == rounds.val == program(X.copy())
+    np.testing.assert_allclose(fast.grad[0], rounds.grad[0], rtol=1e-14)
+
+
+def test_ufunc_at_poisons_what_it_overwrites_and_strict_mode_refuses_it():
+    def program(x):
+        y = x * 1.0
+        s = np.sum(np.sin(y))  # saves y
+        np.maximum.at(y, [1, 1], x[:2])
+        return s + np.sum(y)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError, match=r"np\.maximum\.at"):
+        mutagrad.gradient(program, X)
+    check_gradient(program, X, mode="snapshot")
+    with pytest.raises(mutagrad.MutationError, match=r"np\.maximum\.at"):
+        mutagrad.gradient(program, X, mode="strict")
+
+
+def test_ufunc_at_without_a_derivative_writes_only_its_elements():
+    def program(x):
+        y = x * 1.0
+        np.floor_divide.at(y, [0, 0], 0.5)  # piecewise constant: no derivative there
+        np.rint.at(y, [1])
+        return np.sum(y * y)
+
+    run_both(program, X)
+
+
+def test_ufunc_at_keeps_numpy_s_errors():
+    def program(x):
+        y = x * 1.0
+        np.multiply.at(y, [9], 2.0)
         return np.sum(y)
 
-    with pytest.raises(mutagrad.NotDifferentiableError, match=r"np\.multiply\.at"):
+    with pytest.raises(IndexError):
         mutagrad.gradient(program, X)
 
 

@@ -83,6 +83,21 @@ CASES = [
     ("ufuncs", "log1p hypot", lambda x, y: quadratic(np.log1p(x) * np.hypot(x, y)), (X, Y)),
     ("ufuncs", "arctan2", lambda x, y: quadratic(np.arctan2(x, y)), (X, Y)),
     ("ufuncs", "maximum", lambda x, y: quadratic(np.maximum(x, y) * np.fmin(x, y)), (X, Y)),
+    # ufunc methods: closed forms, the fold, reduceat and outer
+    (
+        "ufunc_methods",
+        "reduce accumulate",
+        lambda x: quadratic(np.logaddexp.reduce(x, axis=0) * np.subtract.reduce(x, axis=1)[0]
+                            + np.divide.accumulate(x, axis=0)[-1]),
+        (X,),
+    ),
+    (
+        "ufunc_methods",
+        "reduceat outer",
+        lambda x, y: quadratic(np.hypot.reduceat(x, [0, 2], axis=1).ravel()[:2]
+                               + np.arctan2.outer(x[0], y[1])[0, :2]),
+        (X, Y),
+    ),
     ("ufuncs", "where", lambda x, y: quadratic(np.where(W > 0, x, y**2)), (X, Y)),
     ("ufuncs", "clip", lambda x: quadratic(np.clip(x * 2, 0.7, 1.5)), (X,)),
     ("ufuncs", "copysign", lambda x: quadratic(np.copysign(x * x, W)), (X,)),

@@ -36,6 +36,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     shape,
     signals,
     statistics,
+    ufunc_methods,
     ufuncs,
 )
 

@@ -61,6 +61,8 @@ def rules_on_first_use(key: Any) -> bool:
         importlib.import_module(rule_module)
     if key in UFUNC_RULES or key in NONDIFFERENTIABLE:
         return True
+    if method != "__call__" and ufunc in UFUNC_RULES:
+        return False  # a method of a ufunc with a rule: derived from it (rules.ufunc_methods)
     raise MissingRuleError(missing_library_rule_message(
         name if method == "__call__" else f"{name}.{method}"))  # fmt: skip
 

@@ -7,8 +7,9 @@ positions and cycles its values (``np.put``, ``np.place``, ``np.putmask``,
 running the very same numpy call on a probe array of value numbers; the write
 is then an advanced-index assignment of the selected (traced) values, whose
 gradient every path already handles. ``np.add.at``/``np.subtract.at`` are
-recorded with their own rule; other ``ufunc.at`` on traced arrays are refused
-with an error naming them.
+recorded with their own rule; ``ufunc.at`` of any other ufunc with a rule is
+applied in rounds, each a gather, the ufunc and a write (repeated indices
+applied in numpy's order).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.regions import FANCY_INDEX, gather
-from mutagrad.core.registry import VjpRule, implements
+from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, VjpRule, implements
 from mutagrad.diagnostics.messages import conversion_message
+from mutagrad.diagnostics.sites import format_site, user_site
 from mutagrad.errors import NotDifferentiableError, TracerConversionError
 from mutagrad.rules.rearrange import index_map, rearranged
+from mutagrad.rules.ufunc_methods import elementwise_binary_rule
 from mutagrad.traced.indexing import normalize_index
 from mutagrad.traced.mutation import assign, refuse_overlapping, write_in_place
 from mutagrad.traced.value import (
@@ -190,7 +193,7 @@ _AT_RULES: dict[np.ufunc, VjpRule] = {
 
 @implements(np.ufunc.at)
 def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
-    """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices accumulate."""
+    """``ufunc.at(a, indices, b)``: unbuffered in place, repeated indices applied in turn."""
     name = f"np.{ufunc.__name__}.at"
     b = array_like(b)
     operands = (b,) if b is not None else ()
@@ -202,17 +205,63 @@ def ufunc_at(ufunc: np.ufunc, a: Any, indices: Any, b: Any = None) -> None:
         key = key if isinstance(key, tuple) else (key,)
     rule = _AT_RULES.get(ufunc)
     if rule is None and any_active((a, *operands)):
-        raise NotDifferentiableError(
-            f"{name} on traced arrays is supported for np.add.at and np.subtract.at only.\n"
-            f"Fix: compute the update out of place (for example with {ufunc.__name__} on "
-            "gathered values, then np.add.at of the difference)."
-        )
+        # (also for a ufunc without derivative: its rule-less write would replace all of a)
+        _ufunc_at_in_rounds(ufunc, name, a, key, b)
+        return None
 
     def perform(raw: list[Any], target: np.ndarray) -> None:
         ufunc.at(target, key, *raw[1:])
 
     write_in_place(rule, (a, *operands), a, {"index": key}, perform, name)
     return None
+
+
+def _ufunc_at_in_rounds(ufunc: np.ufunc, name: str, a: WrappedArray, key: Any, b: Any) -> None:
+    """``ufunc.at`` of any ufunc with a rule: rounds of ``a[k] = ufunc(a[k], b[j])``.
+
+    numpy applies the ufunc once per index, in the index's order, each time to
+    the element as the previous ones left it, and reads ``b`` as it was before
+    the call (it buffers an operand that overlaps ``a``). Round ``r`` holds
+    the ``r``-th occurrence of each position, so no position repeats within a
+    round and each element sees its updates in numpy's order; every round is
+    a gather, the ufunc and an advanced-index write, each with its own rule.
+    """
+    # numpy's own call on copies first: its errors (an index out of bounds, a cast it
+    # refuses, a ufunc of two outputs) are the program's.
+    ufunc.at(np.array(unwrap(a)), key, *([] if b is None else [np.array(unwrap(b))]))
+    rule = UFUNC_RULES.get(ufunc) if ufunc.nin == 1 else elementwise_binary_rule(ufunc)
+    if type(rule) is not VjpRule and ufunc not in NONDIFFERENTIABLE:
+        raise NotDifferentiableError(
+            f"{name} on traced arrays needs np.{ufunc.__name__} to have a rule of one vjp "
+            f"per argument (mutagrad.defvjp), at\n{format_site(user_site())}\n"
+            "Its updates are applied one index at a time, each through that rule.\n"
+            f"Fix: give np.{ufunc.__name__} a defvjp rule, or compute the update out of place "
+            "and write it with np.add.at."
+        )
+    shape = np.shape(a)
+    positions = np.asarray(np.arange(int(np.prod(shape))).reshape(shape)[key])
+    flat = positions.ravel()
+    rounds = occurrence(flat)
+    picked = [np.flatnonzero(rounds == r) for r in range(rounds.max(initial=-1) + 1)]
+    operands: list[tuple[Any, ...]] = [() for _ in picked]
+    if b is not None:  # every round's values gathered before any write: numpy reads b as it was
+        values = np.reshape(np.broadcast_to(b, positions.shape), -1)
+        operands = [(values[chosen],) for chosen in picked]
+    for chosen, operand in zip(picked, operands):
+        place = np.unravel_index(flat[chosen], shape)
+        assign(a, place, ufunc(a[place], *operand), name)
+
+
+def occurrence(positions: np.ndarray) -> np.ndarray:
+    """For each entry, how many equal entries come before it (0 for a first occurrence)."""
+    order = np.argsort(positions, kind="stable")
+    ranked = positions[order]
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    counts = np.diff(np.r_[starts, ranked.size])
+    rank = np.arange(ranked.size) - np.repeat(starts, counts)
+    result = np.empty_like(rank)
+    result[order] = rank
+    return result
 
 
 # -- sorting ---------------------------------------------------------------------------

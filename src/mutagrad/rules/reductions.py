@@ -1,5 +1,5 @@
-"""Derivative rules of reductions: sum, mean, prod, max, min, var, std, average and
-``ufunc.reduce``."""
+"""Derivative rules of reductions: sum, mean, prod, max, min, var, std and average (the
+ufuncs' ``reduce`` are in :mod:`mutagrad.rules.ufunc_methods`, with these vjps)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
+from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.traced.dispatch import apply, call_without_derivative
 from mutagrad.traced.mutation import assign_out
 from mutagrad.traced.value import WrappedValue, unwrap
@@ -241,20 +241,6 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_No
             root = np.sqrt(np.where(alone, 1.0, variance))
             return assign_out(np.where(alone, variance, root), out, "np.std")
     return assign_out(np.sqrt(variance), out, "np.std")
-
-
-def _reduce_rule(ufunc, vjp, reads):
-    return ufunc_rule(
-        (ufunc, "reduce"),
-        lambda g, ans, x, axis=0, keepdims=False, **kw: vjp(g, ans, x, axis, keepdims, **kw),
-        reads=reads,
-    )
-
-
-_reduce_rule(np.add, _sum_vjp, ((),))
-_reduce_rule(np.multiply, _prod_vjp, ((0, ANS),))
-_reduce_rule(np.maximum, _extremum_vjp, ((0, ANS),))
-_reduce_rule(np.minimum, _extremum_vjp, ((0, ANS),))
 
 
 @implements(np.average)

@@ -71,6 +71,7 @@ from mutagrad.traced.value import (
     array_like,
     check_plain,
     holds_wrapped,
+    is_active,
     operand,
     truncates,
     unwrap,
@@ -177,22 +178,39 @@ def ufunc_method(
         return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
     key = ufunc if method == "__call__" else (ufunc, method)
     rule = UFUNC_RULES.get(key)
+    active = any_active(inputs)
     if kwargs:
-        kwargs = unwrap(kwargs)  # a traced where= mask is just data to numpy
+        # A traced where= mask is just data to numpy; a traced initial= of a reduce is a
+        # value with a derivative, which its rule (rules.ufunc_methods) takes as such.
+        initial = kwargs.get("initial")
+        kwargs = unwrap(kwargs)
+        if isinstance(initial, WrappedValue) and is_active(initial):
+            kwargs["initial"] = initial
+            active = True
     if rule is not None:
-        if method == "__call__" and "where" in kwargs and any_active(inputs):
+        if method == "__call__" and "where" in kwargs and active:
             raise NotDifferentiableError(
                 f"{ufunc.__name__}(..., where=...) without out= leaves unwritten elements "
                 "uninitialised.\nFix: pass out= (an array holding the other values), or "
                 "use np.where(mask, result, other)."
             )
         return apply(rule, inputs, kwargs or None)
-    if key in NONDIFFERENTIABLE or not any_active(inputs):
+    if key in NONDIFFERENTIABLE or not active:
         return call_without_derivative(getattr(ufunc, method), inputs, kwargs)
-    if rule_found_on_miss(key):  # SciPy's, registered when first met
+    if rule_found_on_miss(key):  # SciPy's, registered when first met; a method derived
         return ufunc_method(ufunc, method, inputs, kwargs)
     name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+    _raise_numpy_s_own_error(getattr(ufunc, method), inputs, kwargs)
     raise MissingRuleError(missing_rule_message(f"np.{name}"))
+
+
+def _raise_numpy_s_own_error(call: Any, args: Any, kwargs: dict[str, Any]) -> None:
+    """Raise the error numpy raises for ``call`` on plain copies of the data, if it does
+    (``np.sin.reduce``: a method a ufunc of one input does not have)."""
+    try:
+        call(*owned_value(unwrap(tuple(args))), **owned_value(unwrap(kwargs)))
+    except Exception as error:
+        raise error from None
 
 
 def array_function(self: WrappedValue, func: Any, types: Any, args: Any,
