@@ -43,6 +43,10 @@ UNREACHABLE = {
     ("factorizations.py", "_refuse_complex"): "a traced complex matrix is refused where it is made",
     ("memory.py", "__init__"): "x.view(other_dtype) of a traced array is refused first",
     ("memory.py", "element"): "views made by numpy operations stay on their base's grid",
+    ("mutation.py", "_value_positions"): (
+        "np.place, np.fill_diagonal and x.flat[k] = v copy values only: every number they "
+        "leave is a value's"
+    ),
     ("dispatch.py", "trace_through"): (
         "the recursion guard: every numpy function that calls a method of the same name has "
         "a rule (the other raise in trace_through is reached)"
@@ -443,11 +447,21 @@ def out_overlapping_an_input():
 
 
 @trigger
-def place_with_values_sharing_memory():
+def place_with_values_sharing_memory_in_another_dtype():
     def f(x):
-        y = x * 1.0
-        np.place(y, y > 2.0, y)
-        return np.sum(y)
+        y = mutagrad.array(np.arange(4.0))
+        np.place(y, y > 2.0, y.view(np.int64))
+        return np.sum(x * y)
+
+    mutagrad.gradient(f, X)
+
+
+@trigger
+def nditer_with_a_readwrite_operand():
+    def f(x):
+        for v in mutagrad.numpy.nditer(x * 1.0, op_flags=["readwrite"]):
+            v[...] = 2.0 * v
+        return np.sum(x)
 
     mutagrad.gradient(f, X)
 
@@ -586,14 +600,18 @@ def setting_strides():
 
 
 @trigger
-def setting_flat():
-    w = mutagrad.array(X)
-    w.flat = [1.0]
+def setting_flat_of_a_scalar():
+    def f(x):
+        s = x[0]
+        s.flat = [1.0]
+        return s
+
+    mutagrad.gradient(f, X)
 
 
 @trigger
-def reading_flat_of_a_traced_array():
-    mutagrad.gradient(lambda x: np.sum(np.fromiter(x.flat, float)), X)
+def reading_flat_of_a_traced_scalar():
+    mutagrad.gradient(lambda x: x[0].flat[0], X)
 
 
 @trigger

@@ -512,3 +512,74 @@ def test_looking_up_every_name_leaves_the_modules_builtins_alone():
     assert mnp.any is not any and mnp.any([True, False])
     grad = mutagrad.grad(lambda x: np.sum(mnp.vectorize(_relu_squared)(x) * W23))(M23)
     np.testing.assert_allclose(grad, np.where(M23 > 0, 2 * M23 * W23, 0.0))
+
+
+# ---------------------------------------------------------------------------
+# Copies and views as numpy makes them, and iteration in numpy's order (issue 22).
+
+GRID = np.array([[0.3, 1.2, -0.5], [2.0, -1.0, 0.7]])
+
+
+def copies_or_views(ns, x):
+    """Each result is written: a view writes y (as numpy's would), a copy does not."""
+    y = x * 1.0
+    outs = [ns.require(y.T, requirements=r) for r in (None, "C", ["F", "W"], "O", ["A", "E"])]
+    outs += [ns.ascontiguousarray(y[:, ::2]), ns.asfortranarray(y), ns.asanyarray(y[0]),
+             ns.ascontiguousarray(y[0, ::2]), ns.asfortranarray(y[1, ::-1])]  # fmt: skip
+    for k, o in enumerate(outs):
+        o[(0,) * o.ndim] = 7.0 + k
+    return ns.sum(y * np.arange(6.0).reshape(2, 3)) + sum(ns.sum(o * o) for o in outs)
+
+
+def enumerated(ns, x):
+    total = 0.0
+    for index, v in ns.ndenumerate(x.T):
+        total = total + v * (index[0] + 2 * index[1] + 1)
+    return total
+
+
+def iterated(ns, x):
+    total, k = 0.0, 1.0
+    for v in ns.nditer(x[::-1].T):  # order 'K': memory order, numpy's own
+        total, k = total + v * k, k + 1
+    for a, b in ns.nditer([x, x[0]]):  # broadcast operands
+        total, k = total + a * b * k, k + 1
+    it = ns.nditer(x.T, flags=["multi_index", "c_index"])
+    while not it.finished:
+        total = total + it[0] * (it.multi_index[0] + 3 * it.index)
+        it.iternext()
+    with ns.nditer(x, order="F") as it:
+        total = total + sum(v * (i + 1) for i, v in enumerate(it))
+    return total
+
+
+@pytest.mark.parametrize("program", [copies_or_views, enumerated, iterated])
+def test_copies_views_and_iteration_as_numpy(program):
+    expected = program(np, GRID.copy())
+    result = mutagrad.withgradient(lambda x: program(mnp, x), GRID)
+    assert result.val == expected
+    np.testing.assert_allclose(
+        result.grad[0], numerical_gradient(lambda x: program(np, x), GRID)[0], rtol=1e-6
+    )
+
+
+def test_nditer_values_are_read_only_views_as_numpy_s():
+    def f(x):
+        for v in mnp.nditer(x):
+            v[...] = 1.0
+        return mnp.sum(x)
+
+    with pytest.raises(ValueError, match="read-only"):
+        mutagrad.gradient(f, GRID)
+    with pytest.raises(ValueError, match="read-only"):
+        f(GRID.copy())  # numpy's own, outside a gradient call
+
+
+def test_nditer_refuses_written_operands_by_name():
+    def f(x):
+        for v in mnp.nditer(x * 1.0, op_flags=["readwrite"]):
+            v[...] = 2.0 * v
+        return mnp.sum(x)
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match="'readwrite'"):
+        mutagrad.gradient(f, GRID)

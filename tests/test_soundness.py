@@ -205,6 +205,18 @@ def place_from_itself(x):
     return np.sum(y * np.arange(4.0))
 
 
+def place_from_its_reverse(x):
+    y = x * 1.0
+    np.place(y, np.array([True, False, True, True]), y[::-1])
+    return np.sum(y * np.arange(4.0))
+
+
+def flat_from_itself(x):
+    y = x * 1.0
+    y.flat[1:] = y[:-1]  # element by element: every element becomes y[0]
+    return np.sum(y * np.arange(4.0))
+
+
 def fill_diagonal_from_itself(x):
     y = x * 1.0
     np.fill_diagonal(y, y.diagonal()[::-1])
@@ -221,12 +233,14 @@ def fill_diagonal_from_column(x):
     ("f", "x"),
     [
         (place_from_itself, np.array([1.0, 2.0, 3.0, 4.0])),
+        (place_from_its_reverse, np.array([1.0, 2.0, 3.0, 4.0])),
+        (flat_from_itself, np.array([1.0, 2.0, 3.0, 4.0])),
         (fill_diagonal_from_itself, np.arange(1.0, 10.0).reshape(3, 3)),
         (fill_diagonal_from_column, np.arange(1.0, 10.0).reshape(3, 3)),
     ],
 )
-def test_overlapping_values_of_unbuffered_functions_are_refused(f, x):
-    check(f, x, expect=REFUSED)
+def test_overlapping_values_of_unbuffered_functions_are_copied_in_numpy_s_order(f, x):
+    check(f, x, expect=WRITES_REFUSED_IN_STRICT)
 
 
 def place_from_copy(x):

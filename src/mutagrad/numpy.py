@@ -10,7 +10,10 @@ argument. This namespace adds both:
   ``arange``, ``eye``...;
 * ``array``/``asarray`` (with numpy's ``dtype``, ``copy``, ``order`` and
   ``ndmin``) stack nested lists and tuples of traced values on the tape, and
-  ``r_``/``c_`` concatenate them as numpy's index tricks do;
+  ``r_``/``c_`` concatenate them as numpy's index tricks do; ``asanyarray``,
+  ``ascontiguousarray``, ``asfortranarray`` and ``require`` copy or view a
+  traced array exactly where numpy does; ``ndenumerate`` and ``nditer``
+  (read-only operands) iterate it in numpy's order;
 * every other function of numpy, ``numpy.linalg`` and ``numpy.fft`` (ufuncs
   included) takes a list of traced values wherever numpy takes an
   array-like: ``mnp.mean([x, x + 2.0])``, ``mnp.linalg.norm([a, b])``. Which
@@ -42,6 +45,8 @@ from typing import Any
 import numpy as _np
 
 from mutagrad.core.engine import STATE as _STATE
+from mutagrad.core.memory import copy_keeping_layout as _copy_keeping_layout
+from mutagrad.errors import NotDifferentiableError as _NotDifferentiableError
 from mutagrad.traced.value import WrappedArray as _WrappedArray
 from mutagrad.traced.value import WrappedValue as _WrappedValue
 from mutagrad.traced.value import holds_wrapped as _holds_wrapped
@@ -278,7 +283,8 @@ def _with_ndmin(result: Any, ndmin: int) -> Any:
 def _with_order(result: Any, order: Any) -> Any:
     """``result`` laid out as ``order`` asks ('C' or 'F'; 'A' and 'K' keep it)."""
     contiguous = {"C": "C_CONTIGUOUS", "F": "F_CONTIGUOUS"}.get(order)
-    if contiguous is not None and result.ndim > 1 and not result.flags[contiguous]:
+    # (a strided 1-d array is neither: numpy copies it too)
+    if contiguous is not None and not result.flags[contiguous]:
         return result.copy(order=order)
     return result
 
@@ -338,6 +344,176 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
 def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """``np.asfortranarray`` for traced values: ``a`` itself when already Fortran-contiguous."""
     return _with_ndmin(asarray(a, dtype, order="F", like=like), 1)
+
+
+def require(a: Any, dtype: Any = None, requirements: Any = None, *, like: Any = None) -> Any:
+    """``np.require`` for traced values: numpy's steps (``array(..., copy=None)`` in the
+    order asked, then a copy where a flag is still missing), so it copies or views exactly
+    where numpy does."""
+    if (like is not None or not _holds_wrapped(a)) and _untraced(a, like):
+        return _np.require(a, dtype, requirements, like=like)
+    if not requirements:
+        return asanyarray(a, dtype=dtype)
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    wanted = {_REQUIREMENT_FLAGS[r.upper()] for r in requirements}
+    wanted.discard("E")  # ensure an ndarray: a WrappedArray is numpy's ndarray, no subclass
+    order = "A"
+    if wanted >= {"C", "F"}:
+        raise ValueError('Cannot specify both "C" and "F" order')  # numpy's error
+    for contiguous in ("F", "C"):
+        if contiguous in wanted:
+            order = contiguous
+            wanted.remove(contiguous)
+            break
+    arr = array(a, dtype=dtype, order=order, copy=None)
+    for flag in wanted:
+        if not arr.flags[flag]:
+            return arr.copy(order)
+    return arr
+
+
+_REQUIREMENT_FLAGS = {
+    "C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",
+    "FORTRAN": "F", "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O",
+    "OWNDATA": "O", "E": "E", "ENSUREARRAY": "E",
+}  # fmt: skip
+
+
+class ndenumerate:
+    """``np.ndenumerate`` for traced values: ``(index, element)`` pairs in C order, each
+    element read when it is reached (through ``x.flat``, as numpy's own)."""
+
+    def __init__(self, arr: Any):
+        self.iter = asarray(arr).flat
+
+    def __next__(self) -> tuple[tuple[int, ...], Any]:
+        return self.iter.coords, next(self.iter)
+
+    def __iter__(self) -> ndenumerate:
+        return self
+
+
+def nditer(op: Any, flags: Any = None, op_flags: Any = None, op_dtypes: Any = None,
+           order: str = "K", casting: str = "safe", op_axes: Any = None, itershape: Any = None,
+           buffersize: int = 0) -> Any:  # fmt: skip
+    """``np.nditer`` for traced values: read-only operands, numpy's own order.
+
+    numpy's iterator runs on arrays laid out as the operands (same shapes and
+    strides), so the order (``'K'``: memory order) and the indices are its
+    own; each step reads the traced operands there, as numpy's read-only 0-d
+    views. Written operands (``op_flags`` ``readwrite``, ``writeonly``) and
+    the flags that change what a step is (``external_loop``, ``buffered``...)
+    are refused by name.
+    """
+    operands = list(op) if isinstance(op, (list, tuple)) else [op]
+    keywords = {"op_dtypes": op_dtypes, "order": order, "casting": casting, "op_axes": op_axes,
+                "itershape": itershape, "buffersize": buffersize}  # fmt: skip
+    if _untraced(tuple(operands)):
+        return _np.nditer(op, flags, op_flags, **keywords)
+    flags = [] if flags is None else [flags] if isinstance(flags, str) else list(flags)
+    refused = sorted(set(flags) - _NDITER_FLAGS)
+    per_operand = op_flags if op_flags and isinstance(op_flags[0], (list, tuple)) else (
+        [op_flags or ["readonly"]] * len(operands))  # fmt: skip
+    written = sorted({f for fs in per_operand for f in fs} - {"readonly"} - _NDITER_OP_FLAGS)
+    if refused or written or op_dtypes is not None or op_axes is not None:
+        what = ", ".join(repr(f) for f in [*refused, *written]) or "op_dtypes or op_axes"
+        raise _NotDifferentiableError(
+            f"np.nditer with {what} on traced arrays: mutagrad iterates traced operands "
+            "read-only, one element at a time, in numpy's order.\nFix: read with "
+            "np.nditer(x) (or x.flat, np.ndenumerate) and write through x[index] = value."
+        )
+    return _TracedIterator(operands, flags, per_operand, keywords)
+
+
+_NDITER_FLAGS = frozenset({"multi_index", "c_index", "f_index", "refs_ok", "zerosize_ok",
+                           "common_dtype"})  # fmt: skip
+_NDITER_OP_FLAGS = frozenset({"readonly", "copy", "nbo", "aligned", "contig", "no_broadcast",
+                              "no_subtype"})  # fmt: skip
+
+
+class _TracedIterator:
+    """What :func:`nditer` returns for traced operands (numpy's ``nditer`` protocol)."""
+
+    def __init__(self, operands: list[Any], flags: list[str], op_flags: Any,
+                 keywords: dict[str, Any]):  # fmt: skip
+        self.operands = tuple(asarray(o) for o in operands)
+        stand_ins = [_copy_keeping_layout(_np.asarray(_unwrap(o)))[0] for o in self.operands]
+        probe_flags: Any = [*flags, "multi_index"]
+        probe_op_flags: Any = [list(f) for f in op_flags]
+        probe = _np.nditer(stand_ins, probe_flags, probe_op_flags, **keywords)
+        self.shape = tuple(probe.shape)
+        self._indices = [probe.multi_index for _ in probe]
+        self._flags = set(flags)
+        self._views = [_np.broadcast_to(o, self.shape) for o in self.operands]
+        self.iterindex = 0
+        self._started = False
+
+    @property
+    def itersize(self) -> int:
+        return len(self._indices)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def finished(self) -> bool:
+        return self.iterindex >= len(self._indices)
+
+    @property
+    def multi_index(self) -> tuple[int, ...]:
+        if "multi_index" not in self._flags:
+            raise ValueError("Iterator is not tracking a multi-index")  # numpy's error
+        return self._indices[self.iterindex]
+
+    @property
+    def index(self) -> int:
+        order: Any = "C" if "c_index" in self._flags else "F" if "f_index" in self._flags else None
+        if order is None:
+            raise ValueError("Iterator does not have an index")  # numpy's error
+        index: Any = self._indices[self.iterindex]
+        return int(_np.ravel_multi_index(index, self.shape, order=order))
+
+    @property
+    def value(self) -> Any:
+        values = tuple(self[i] for i in range(len(self._views)))
+        return values[0] if len(values) == 1 else values
+
+    def __getitem__(self, i: int) -> Any:
+        position: Any = (*self._indices[self.iterindex], Ellipsis)
+        element = self._views[i][position]
+        if isinstance(element, _WrappedValue):
+            element._raw.flags.writeable = False  # numpy's read-only view: a write raises
+        return element
+
+    def iternext(self) -> bool:
+        self.iterindex += 1
+        self._started = True
+        return not self.finished
+
+    def reset(self) -> None:
+        self.iterindex, self._started = 0, False
+
+    def __iter__(self) -> _TracedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._started:
+            self.iterindex += 1
+        self._started = True
+        if self.finished:
+            raise StopIteration
+        return self.value
+
+    def __enter__(self) -> _TracedIterator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -713,8 +889,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "c_",
     "empty", "empty_like", "eye", "fft", "full", "full_like", "identity", "kaiser", "linalg",
-    "linspace", "logspace", "make_diagonal", "ones", "ones_like", "r_", "random", "vectorize",
-    "zeros", "zeros_like",
+    "linspace", "logspace", "make_diagonal", "ndenumerate", "nditer", "ones", "ones_like", "r_",
+    "random", "require", "vectorize", "zeros", "zeros_like",
 ]  # fmt: skip
 
 __version__ = _np.__version__  # programs written for autograd.numpy read np.__version__

@@ -408,7 +408,6 @@ REFUSED = {
     "strides": lambda y: setattr(y, "strides", (8, 24)),
     "dtype": lambda y: setattr(y, "dtype", np.int64),
     "data": lambda y: setattr(y, "data", memoryview(b"")),
-    "flat": lambda y: setattr(y, "flat", 1.0),
 }
 
 

@@ -34,6 +34,23 @@ _ASARRAY_FUNCTIONS = frozenset(
 )
 
 
+# numpy's converting functions (no protocol reaches mutagrad) with a mutagrad.numpy version.
+_MNP_COUNTERPARTS = {
+    "ndenumerate": (
+        "use mnp.ndenumerate({a}) (import mutagrad.numpy as mnp), which yields the traced "
+        "elements, or zip(np.ndindex({a}.shape), {a}.flat)"
+    ),
+    "nditer": (
+        "use mnp.nditer({args}) (import mutagrad.numpy as mnp), which iterates traced "
+        "operands read-only in numpy's order, or {a}.flat"
+    ),
+    "require": (
+        "use mnp.require({args}) (import mutagrad.numpy as mnp), which copies or views the "
+        "traced array exactly where numpy does"
+    ),
+}
+
+
 # numpy functions that write into their first argument.
 _FIRST_ARGUMENT_WRITERS = frozenset(
     {"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"}
@@ -354,9 +371,17 @@ def _numpy_call_construct(call: _ConvertingCall) -> tuple[str, list[str]] | None
                 f"{module}.stack({argument}) keeps the gradient of every element",
                 f"or mnp.asarray({argument}) (import mutagrad.numpy as mnp)",
             ]
+        keeping = "asarray" if name == "asarray_chkfinite" else name
         return f"{called}({argument}) of a traced array", [
             f"remove the conversion: numpy functions accept the traced `{argument}` as it is",
-            f"or use mnp.asarray({argument}) (import mutagrad.numpy as mnp), which keeps it traced",
+            f"or use mnp.{keeping}({argument}) (import mutagrad.numpy as mnp), which keeps it "
+            "traced (a copy or a view exactly where numpy makes one)",
+        ]
+    iterating = _MNP_COUNTERPARTS.get(name)
+    if iterating is not None:
+        return f"{called}({argument}), which converts the traced array to a raw one", [
+            iterating.format(a=argument, args=call.arguments),
+            f"if no gradient should flow through it, {call.ignored}",
         ]
     if name == "array":
         if expression.args and isinstance(

@@ -4,7 +4,9 @@ put_along_axis, ``ufunc.at``, in-place sort.
 Each becomes writes the tape understands. Where numpy writes through flat
 positions and cycles its values (``np.put``, ``np.place``, ``np.putmask``,
 ``np.fill_diagonal``), the positions and which value lands where are found by
-running the very same numpy call on a probe array of value numbers; the write
+running the very same numpy call on a probe array of value numbers (on numbered
+memory cells where the values share the array's memory, which numpy reads
+while it writes: :func:`~mutagrad.traced.mutation.copy_as_numpy_does`); the write
 is then an advanced-index assignment of the selected (traced) values, whose
 gradient every path already handles. ``np.add.at``/``np.subtract.at`` are
 recorded with their own rule; ``ufunc.at`` of any other ufunc with a rule is
@@ -26,7 +28,7 @@ from mutagrad.errors import NotDifferentiableError, TracerConversionError
 from mutagrad.rules.rearrange import index_map, rearranged
 from mutagrad.rules.ufunc_methods import elementwise_binary_rule
 from mutagrad.traced.indexing import normalize_index
-from mutagrad.traced.mutation import assign, refuse_overlapping, write_in_place
+from mutagrad.traced.mutation import assign, copy_as_numpy_does, write_in_place
 from mutagrad.traced.value import (
     WrappedArray,
     WrappedValue,
@@ -44,27 +46,6 @@ def _raw_target(name: str, a: Any, values: Any) -> bool:
     if any_active((values,)):
         raise TracerConversionError(conversion_message(f"{name} into a raw ndarray"))
     return True
-
-
-def _refuse_overlap(name: str, a: WrappedArray, values: Any) -> None:
-    """Refuse values that share memory with the array written.
-
-    numpy's ``place`` and ``fill_diagonal`` read such values while they write
-    them (unbuffered), so later positions may receive values written a moment
-    before; the tape records the write as reading the values first. Rather
-    than mirror numpy's element order, refuse, and say how to get numpy's
-    buffered meaning.
-    """
-    refuse_overlapping(
-        a,
-        (values,),
-        f"{name} with values that share memory with the array it writes",
-        "numpy reads such values while it writes them, one element at a time, so a value "
-        "may already have been overwritten; mutagrad does not reproduce that order.\nFix: "
-        "pass a copy of the values (values.copy()) if the values as they were before the "
-        "call are meant, or write the elements one by one.",
-        max_work=10_000,
-    )
 
 
 def _cycled(values: Any, numbers: np.ndarray) -> Any:
@@ -107,8 +88,9 @@ def place(arr, mask, vals):
     vals = array_like(vals)
     if _raw_target("np.place", arr, vals):
         return np.place(arr, unwrap(mask), unwrap(vals))
-    _refuse_overlap("np.place", arr, vals)
     mask = np.asarray(unwrap(mask), dtype=bool)
+    if copy_as_numpy_does(arr, vals, lambda t, v: np.place(t, mask, v), "np.place"):
+        return None  # values that share the array's memory, copied in numpy's order
     probe = np.full(arr.shape, -1, dtype=np.intp)
     count = int(mask.sum())
     if count and _value_count(vals) == 0:
@@ -136,7 +118,9 @@ def fill_diagonal(a, val, wrap=False):
     val = array_like(val)
     if _raw_target("np.fill_diagonal", a, val):
         return np.fill_diagonal(a, unwrap(val), wrap=wrap)
-    _refuse_overlap("np.fill_diagonal", a, val)
+    if copy_as_numpy_does(a, val, lambda t, v: np.fill_diagonal(t, v, wrap=wrap),
+                          "np.fill_diagonal"):  # fmt: skip
+        return None  # values that share the array's memory, copied in numpy's order
     probe = np.full(a.shape, -1, dtype=np.intp)
     np.fill_diagonal(probe, np.iinfo(np.intp).max, wrap=wrap)  # numpy validates the shape
     positions = np.flatnonzero(probe.ravel() == np.iinfo(np.intp).max)

@@ -12,6 +12,7 @@ Layered bottom up, each module importing only those before it::
                 (binary, unary) and the general one (apply), calls without a
                 derivative, numpy's own code traced through
     methods     the in-place ndarray methods (fill, partition, setfield, ...)
+    flat        x.flat: numpy's flat iterator, read, iterated and written
 
 The methods that index, write or dispatch live in the modules that implement
 them; this door binds them to the types, and registers the types with the
@@ -27,7 +28,7 @@ import numpy as np
 
 from mutagrad.core.engine import register_traced_type
 from mutagrad.core.regions import traced_densify
-from mutagrad.traced import dispatch, indexing, methods, mutation
+from mutagrad.traced import dispatch, flat, indexing, methods, mutation
 from mutagrad.traced.value import (
     WrappedArray,
     WrappedScalar,
@@ -57,6 +58,7 @@ WrappedArray.__setitem__ = mutation.setitem  # type: ignore[method-assign]
 WrappedArray.fill = methods.fill  # type: ignore[method-assign]
 WrappedArray.partition = methods.partition  # type: ignore[method-assign]
 WrappedArray.setfield = methods.setfield  # type: ignore[method-assign]
+WrappedArray.flat = property(flat.flat_iterator, flat.set_flat)  # type: ignore[assignment]
 
 register_traced_type(WrappedValue, dispatch.apply, traced_handle, traced_densify)
 

@@ -198,6 +198,106 @@ def refuse_overlapping(
             )
 
 
+# The integer type of each item size: memory cells numbered in an array laid out as the
+# written one, so numpy's own call on the numbers takes the path it takes on the data.
+_CELL_NUMBERS: dict[int, type[np.signedinteger[Any]]] = {
+    1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64,
+}
+
+
+def copy_as_numpy_does(
+    w: WrappedArray, values: Any, perform: Callable[[np.ndarray, np.ndarray], None],
+    operation: str,
+) -> bool:  # fmt: skip
+    """Write ``values`` into ``w`` as numpy's element-by-element copy ``perform(target, values)``
+    does, when ``values`` shares memory with ``w``; False (nothing done) when it does not.
+
+    numpy's ``x.flat[k] = v``, ``np.place`` and ``np.fill_diagonal`` copy one
+    element at a time without buffering, so a value may be read after the same
+    call overwrote it. The memory both share is numbered cell by cell, in an
+    integer array of the same item size laid out byte for byte as the data,
+    and ``perform`` runs on those numbers: afterwards each cell holds the
+    number of the cell whose *original* value numpy leaves there (copies of
+    copies included). The write is then one advanced-index assignment of
+    those original values, gathered from ``values`` before it, which every
+    path already records and differentiates.
+    """
+    raw_values = values._raw if isinstance(values, WrappedValue) else values
+    data = w._raw
+    if (
+        type(data) is not np.ndarray
+        or not isinstance(raw_values, np.ndarray)
+        or not overlaps(raw_values, data, 10_000)
+    ):
+        return False
+    itemsize = data.itemsize
+    cell_type = _CELL_NUMBERS.get(itemsize)
+    spans = (_byte_span(data), _byte_span(raw_values))
+    low, high = min(span[0] for span in spans), max(span[1] for span in spans)
+    aligned = all(
+        (_first_address(a) - low) % itemsize == 0 and all(st % itemsize == 0 for st in a.strides)
+        for a in (data, raw_values)
+    )
+    count = (high - low) // itemsize
+    if (
+        raw_values.dtype != data.dtype
+        or cell_type is None
+        or not aligned
+        or count > np.iinfo(cell_type).max
+    ):
+        raise NotDifferentiableError(
+            f"{operation} with values that share memory with the array it writes, at\n"
+            f"{format_site(user_site())}\nnumpy reads such values while it writes them, one "
+            f"element at a time; mutagrad follows that order for values of the array's own "
+            f"dtype and item-aligned layout only (here {raw_values.dtype} into {data.dtype}).\n"
+            "Fix: pass a copy of the values (values.copy()) if the values as they were before "
+            "the call are meant."
+        )
+    cells = np.arange(count, dtype=cell_type)
+
+    def numbered(a: np.ndarray) -> np.ndarray:
+        return np.ndarray(a.shape, cell_type, cells, _first_address(a) - low, a.strides)
+
+    target, source = numbered(data), numbered(raw_values)
+    before, value_cells = target.ravel().copy(), source.ravel().copy()
+    perform(target, source)
+    after = target.ravel()
+    changed = np.flatnonzero(after != before)
+    if changed.size == 0:
+        return True
+    positions = _value_positions(value_cells, after[changed], operation)
+    picked = np.ravel(values)[positions] if isinstance(values, WrappedValue) else (
+        raw_values.ravel()[positions])  # fmt: skip
+    assign(w, np.unravel_index(changed, w.shape), picked, operation)
+    return True
+
+
+def _value_positions(value_cells: np.ndarray, wanted: np.ndarray, operation: str) -> np.ndarray:
+    """Where in the (flat) values each wanted cell number is."""
+    order = np.argsort(value_cells, kind="stable")
+    at = np.minimum(np.searchsorted(value_cells, wanted, sorter=order), value_cells.size - 1)
+    positions = order[at]
+    if not np.array_equal(value_cells[positions], wanted):  # numpy copies values only
+        raise NotDifferentiableError(
+            f"{operation} left numbers in the array it writes that are not among the values "
+            f"given, at\n{format_site(user_site())}\nFix: pass a copy of the values "
+            "(values.copy())."
+        )
+    return positions
+
+
+def _first_address(a: np.ndarray) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def _byte_span(a: np.ndarray) -> tuple[int, int]:
+    """The lowest address ``a`` touches and one past its highest."""
+    start = _first_address(a)
+    low = start + sum(st * (n - 1) for st, n in zip(a.strides, a.shape) if st < 0 and n > 0)
+    high = start + sum(st * (n - 1) for st, n in zip(a.strides, a.shape) if st > 0 and n > 0)
+    return low, high + a.itemsize
+
+
 class WrittenElements:
     """The elements an advanced-index or masked write really changes, for exact overlap tests.
 

@@ -222,17 +222,17 @@ class WrappedValue:
         """For a real array numpy's read-only zeros (constant); for a complex one a view."""
         return wrap_constant(self._raw.imag, (self,), (self._raw,))
 
+    # (A WrappedArray's x.flat, read and written, is bound by mutagrad.traced: traced.flat.)
     @property
     def flat(self) -> Any:
         raise NotDifferentiableError(
-            "x.flat is not supported on traced arrays.\nFix: use x.ravel()."
+            "s.flat of a traced scalar (a WrappedScalar) is not supported.\nFix: use the "
+            "scalar s itself, or np.atleast_1d(s) where an array is needed."
         )
 
     @flat.setter
     def flat(self, value: Any) -> None:
-        raise attribute_refused(
-            "flat", "x[...] = np.resize(value, x.shape) (numpy's x.flat = value cycles the values)"
-        )
+        raise attribute_refused("flat", "a scalar is immutable: build a new value")
 
     @property
     def data(self) -> memoryview:
