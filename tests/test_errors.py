@@ -457,6 +457,12 @@ def place_with_values_sharing_memory_in_another_dtype():
 
 
 @trigger
+def writeable_sliding_windows():
+    windows = np.lib.stride_tricks.sliding_window_view
+    mutagrad.gradient(lambda x: np.sum(windows(x, 2, writeable=True)), X)
+
+
+@trigger
 def nditer_with_a_readwrite_operand():
     def f(x):
         for v in mutagrad.numpy.nditer(x * 1.0, op_flags=["readwrite"]):
@@ -472,10 +478,10 @@ def ufunc_where_without_out():
 
 
 @trigger
-def ufunc_out_with_where():
+def ufunc_out_with_where_of_two_outputs():
     def f(x):
-        y = x * 1.0
-        np.sin(y, out=y, where=y > 2.0)
+        y, z = x * 1.0, x * 2.0
+        np.modf(x, out=(y, z), where=x > 2.0)
         return np.sum(y)
 
     mutagrad.gradient(f, X)

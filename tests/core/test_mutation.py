@@ -512,3 +512,60 @@ def test_a_fourth_mode_is_a_policy_subclass_and_one_entry(monkeypatch):
     with pytest.raises(mutagrad.PoisonedCaptureError):
         mutagrad.gradient(needs_old_value, np.ones(3), mode="counting")
     assert Counting.seen == 1
+
+
+# -- ufunc(..., out=, where=) ---------------------------------------------------------
+
+WHERE_X = np.array([[0.3, 1.2, -0.5], [2.0, -1.0, 0.7]])
+WHERE_MASK = np.array([[True, False, True], [False, True, True]])
+
+
+def _where_programs():
+    def selected_elements(x):
+        y = x * 2.0
+        np.sin(x, out=y, where=WHERE_MASK)
+        np.add(y, x[0], out=y, where=WHERE_MASK[0])  # a broadcast mask and operand
+        np.hypot(x, x[::-1], out=y, where=True)
+        return np.sum(y * y)
+
+    def a_division_the_mask_avoids(x):
+        y = np.zeros_like(x)
+        np.divide(1.0, x - WHERE_X * WHERE_MASK, out=y, where=~WHERE_MASK)  # 1/0 where True
+        np.divide(1.0, x + 3.0, out=y, where=WHERE_MASK)
+        return np.sum(y)
+
+    def an_input_overlapping_out(x):
+        y = x * 1.0
+        s = np.sum(np.exp(y))
+        np.multiply(y[:, ::-1], 3.0, out=y, where=WHERE_MASK)  # numpy buffers the input
+        return np.sum(y * np.arange(6.0).reshape(2, 3)) + s
+
+    def a_traced_mask_and_a_constant_out(x):
+        y = np.ones_like(x)  # a constant WrappedArray
+        np.subtract(x, 1.5, out=y, where=x > 0.0)  # the mask is data (away from 0)
+        return np.sum(y * y)
+
+    return [selected_elements, a_division_the_mask_avoids, an_input_overlapping_out,
+            a_traced_mask_and_a_constant_out]  # fmt: skip
+
+
+@pytest.mark.parametrize("program", _where_programs(), ids=lambda f: f.__name__)
+def test_ufunc_out_with_where_writes_the_selected_elements_only(program):
+    expected = program(WHERE_X.copy())
+    for mode in ("poison", "snapshot"):
+        result = mutagrad.withgradient(program, WHERE_X, mode=mode)
+        assert result.val == expected
+        assert np.all(np.isfinite(result.grad[0]))
+        check_gradient(program, WHERE_X, mode=mode)
+
+
+def test_ufunc_out_with_where_keeps_numpy_s_errors():
+    def program(x):
+        y = np.zeros(3, dtype=np.int64)
+        np.add(x[0], 1.5, out=y, where=WHERE_MASK[0])  # same_kind casting refuses
+        return np.sum(x)
+
+    with pytest.raises(TypeError):
+        program(WHERE_X.copy())
+    with pytest.raises(TypeError):
+        mutagrad.gradient(program, WHERE_X)

@@ -589,6 +589,7 @@ TESTED = {
     np.meshgrid,
     np.ndarray.view,  # x.view(): test_view_method, test_view_with_another_dtype_is_refused_...
     np.ndarray.astype,  # x.astype(): tests/rules/test_library.py::test_astype
+    np.lib.stride_tricks.sliding_window_view,  # tests/core/test_strided_views.py
 }  # fmt: skip
 
 

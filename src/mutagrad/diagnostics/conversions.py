@@ -335,6 +335,13 @@ def _conversion_construct(
             "if no gradient should flow through it, convert mutagrad.ignore_derivatives(x)",
         ]
     call = _ConvertingCall(expression)
+    if call.name == "as_strided":  # np.lib.stride_tricks.as_strided, or imported by name
+        return f"{call.called}({call.argument}) of a traced array (as_strided makes a raw "\
+            "array of it, where no numpy protocol reaches mutagrad)", [
+            f"for overlapping windows use np.lib.stride_tricks.sliding_window_view("
+            f"{call.argument}, ...), a read-only view mutagrad traces; for repeated values "
+            f"np.broadcast_to({call.argument}, shape); otherwise slicing and reshape",
+        ]
     if call.module in NUMPY_MODULE_NAMES:
         found = _numpy_call_construct(call)
         if found is not None:
@@ -379,8 +386,9 @@ def _numpy_call_construct(call: _ConvertingCall) -> tuple[str, list[str]] | None
         ]
     iterating = _MNP_COUNTERPARTS.get(name)
     if iterating is not None:
+        every = ", ".join([call.arguments, *(ast.unparse(k) for k in expression.keywords)])
         return f"{called}({argument}), which converts the traced array to a raw one", [
-            iterating.format(a=argument, args=call.arguments),
+            iterating.format(a=argument, args=every),
             f"if no gradient should flow through it, {call.ignored}",
         ]
     if name == "array":

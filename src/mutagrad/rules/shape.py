@@ -2,7 +2,8 @@
 
 Functions for which numpy returns a view (``reshape`` where possible,
 ``transpose``, ``swapaxes``, ``moveaxis``, ``squeeze``, ``expand_dims``,
-``diagonal``, ``broadcast_to``, ``flip``, ``rot90``, ``x.view()``) return a WrappedArray
+``diagonal``, ``broadcast_to``, ``sliding_window_view``, ``flip``, ``rot90``,
+``x.view()``) return a WrappedArray
 view of the same base, so writes through either are seen by both, as in
 numpy. A view needs no derivative rule: reading it records a VIEW_READ node.
 Only where numpy copies (``reshape``/``ravel`` of a non-contiguous array) is a
@@ -16,6 +17,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
@@ -113,6 +115,23 @@ for _fn, _vjp in (
     implements(_fn)(_view_function(_fn, _fn.__name__, _vjp))
 
 _ravel = _view_function(np.ravel, "ravel", _ravel_back)
+_windows = _view_function(sliding_window_view, "sliding_window_view")
+
+
+@implements(sliding_window_view)
+def _sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """numpy's read-only view of overlapping windows, a view of ``x`` as numpy's: a later
+    write to ``x`` shows in it, and its cotangent adds up where windows overlap (the view
+    machinery scatters overlapping regions with ``np.add.at``)."""
+    if writeable and isinstance(x, WrappedValue):
+        raise NotDifferentiableError(
+            "np.lib.stride_tricks.sliding_window_view(..., writeable=True) of a WrappedArray: "
+            "its windows overlap, so one write through them lands in several windows at "
+            "once, which mutagrad does not record.\nFix: write to the array itself "
+            "(x[...] = ...); the read-only windows (writeable=False, numpy's default) follow "
+            "such writes."
+        )
+    return _windows(x, window_shape, axis=axis, subok=subok)
 
 
 @implements(np.ravel)

@@ -890,10 +890,14 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
             )
         return getattr(ufunc, method)(*unwrap(inputs), out=out, **unwrap(kwargs))
     if "where" in kwargs and (any_active(inputs) or any_active(outs)):
-        raise NotDifferentiableError(
-            f"np.{ufunc.__name__}(..., out=..., where=...) is not supported on traced arrays.\n"
-            "Fix: compute the full result and select: out[...] = np.where(mask, result, out)."
-        )
+        if method != "__call__" or ufunc.nout != 1 or not isinstance(outs[0], WrappedArray):
+            raise NotDifferentiableError(
+                f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}(..., "
+                "out=..., where=...) on traced arrays is supported for a ufunc call with one "
+                "output only.\nFix: compute the full result and select: "
+                "out[...] = np.where(mask, result, out)."
+            )
+        return _ufunc_where_into(ufunc, inputs, outs[0], kwargs)
     if method == "__call__" and len(outs) == 1:
         return ufunc_into(ufunc, inputs, outs[0], kwargs)
     results = getattr(ufunc, method)(*inputs, **kwargs)
@@ -912,6 +916,34 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
                 )
             o[...] = unwrap(r)
     return out
+
+
+def _ufunc_where_into(
+    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
+) -> WrappedArray:
+    """``ufunc(*inputs, out=out, where=mask)``: numpy computes and writes the selected
+    elements only, and ``out`` keeps the others.
+
+    So here: the inputs gathered at the selected positions (broadcast to
+    ``out``'s shape first), the ufunc of those, and one advanced-index write.
+    The elements left out are never computed, so their values (a division by
+    zero the mask avoids) reach neither the result nor the gradient. numpy's
+    own call on scratch copies runs first: its errors (a shape, a cast) are the
+    program's.
+    """
+    kwargs = dict(kwargs)
+    where = unwrap(kwargs.pop("where"))
+    ufunc(*unwrap(inputs), out=np.array(out._raw), where=where, **unwrap(kwargs))
+    selected = np.nonzero(np.broadcast_to(np.asarray(where, dtype=bool), out.shape))
+    picked = [np.broadcast_to(operand_value(x), out.shape)[selected] for x in inputs]
+    operation = f"np.{ufunc.__name__}(..., out=..., where=...)"
+    assign(out, selected, ufunc(*picked, **kwargs), operation)
+    return out
+
+
+def operand_value(x: Any) -> Any:
+    """A ufunc operand as an array: a WrappedValue as it is, anything else numpy's array."""
+    return x if isinstance(x, WrappedValue) else np.asarray(array_like(x))
 
 
 def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
