@@ -17,7 +17,7 @@ WEIGHTS = np.arange(1.0, 7.0).reshape(2, 3)
 
 def same_as_numpy(program, x=X):
     """Values equal numpy's in every mode that records writes; gradients match differences."""
-    expected = program(x.copy())
+    expected = program(x.copy(order="K"))  # (the argument's layout, as mutagrad keeps it)
     for mode in ("poison", "snapshot"):
         got = mutagrad.withgradient(program, x, mode=mode).val
         np.testing.assert_array_equal(got, expected, strict=True)
@@ -106,20 +106,29 @@ def test_writes(write):
 OVERLAPPING = {
     # numpy copies element by element: y.flat[1:] = y.ravel()[:-1] makes every element y[0]
     "a shifted view of itself": lambda y: y.flat.__setitem__(slice(1, None), y.ravel()[:-1]),
+    # numpy buffers y.flat = y.T of an F-ordered y, and copies y.flat[...] = y.T one by one
     "its own transpose": lambda y: setattr(y, "flat", y.T),
+    "its own transpose, by index": lambda y: y.flat.__setitem__(Ellipsis, y.T),
     "a reversed row": lambda y: y.flat.__setitem__([0, 1, 2], y[0, ::-1]),
     "a column, cycled": lambda y: y.flat.__setitem__(slice(None), y[:, 1]),
 }
 
 
+@pytest.mark.parametrize("layout", ["C", "F"])
 @pytest.mark.parametrize("write", OVERLAPPING.values(), ids=OVERLAPPING.keys())
-def test_values_sharing_memory_are_copied_in_numpy_s_order(write):
+def test_values_sharing_memory_are_copied_in_numpy_s_order(write, layout):
     def program(x):
-        y = x * 1.0
+        y = np.sin(x)  # (in x's layout)
         write(y)
         return np.sum(y * WEIGHTS)
 
-    same_as_numpy(program)
+    def on_the_argument(x):
+        write(x)
+        return np.sum(x * WEIGHTS)
+
+    x = np.asarray(X, order=layout)
+    same_as_numpy(program, x)
+    same_as_numpy(on_the_argument, x)
 
 
 def test_a_write_after_capture_is_poisoned_or_copied():

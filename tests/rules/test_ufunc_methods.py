@@ -207,3 +207,15 @@ def test_second_order_through_the_fold():
     check_gradient(lambda x: np.sum(np.subtract.accumulate(x, axis=1) ** 3), X, order=2)
     check_gradient(lambda x: np.sum(np.power.reduce(x, axis=0) ** 2), X, order=2)
     check_gradient(lambda x: np.sum(np.arctan2.reduceat(x, [0, 2], axis=1) ** 2), X, order=2)
+
+
+def test_hypot_at_zero_takes_the_subgradient_norm_takes():
+    # hypot(0, 0) has no derivative; its partials there are 0, as np.linalg.norm's rule
+    # takes at zero, so a zero that no input moves (t * 0) passes 0, not 0 / 0.
+    def f(x):
+        zeros = x * 0.0
+        return (np.hypot(zeros[0], zeros[1]) + np.hypot.reduce(zeros)
+                + np.sum(np.hypot.accumulate(zeros)) + np.sum(np.tanh(x)))  # fmt: skip
+
+    (g,) = mutagrad.gradient(f, X[0])
+    np.testing.assert_allclose(g, 1.0 / np.cosh(X[0]) ** 2, rtol=1e-12)

@@ -364,8 +364,10 @@ def _exponential_share(power: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _hypot_vjp(g, ans, x, axis, keepdims, where=_NoValue, **_):
-    """hypot's reduce, sqrt of the sum of squares: ``g * x / ans``, as hypot's own rule."""
-    share = x / expand(ans, np.shape(x), axis, keepdims)
+    """hypot's reduce, sqrt of the sum of squares: ``g * x / ans``, as hypot's own rule
+    (0 where ``ans`` is 0, as there)."""
+    total = expand(ans, np.shape(x), axis, keepdims)
+    share = x / np.where(total == 0, 1.0, total)
     return _masked(expand(g, np.shape(x), axis, keepdims) * share, where)
 
 

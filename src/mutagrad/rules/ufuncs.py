@@ -175,10 +175,16 @@ ufunc_rule(
     lambda g, ans, y, x: -g * y / (x * x + y * y),
     reads=((0, 1), (0, 1)),
 )
+def _nonzero(ans):
+    """``ans`` with its zeros replaced by ones: hypot(0, 0)'s partials are then 0 (x / 1),
+    the subgradient np.linalg.norm's rule takes at zero too, rather than 0 / 0."""
+    return np.where(ans == 0, 1.0, ans)
+
+
 ufunc_rule(
     np.hypot,
-    lambda g, ans, x, y: g * x / ans,
-    lambda g, ans, x, y: g * y / ans,
+    lambda g, ans, x, y: g * x / _nonzero(ans),
+    lambda g, ans, x, y: g * y / _nonzero(ans),
     reads=((0, ANS), (1, ANS)),
 )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -80,30 +81,12 @@ class FlatIterator:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         w = self.base
-        key = unwrap(key)
-        value = array_like(value)  # a list of traced values: one traced array
-        raw = unwrap(value)
+        key = unwrap(key)  # a traced index array is data
         single = _single_position(key, w.size)
-        if single is not None and np.ndim(raw) == 0:
+        if single is not None and np.ndim(unwrap(value)) == 0:
             assign(w, np.unravel_index(single, w.shape), value, _WRITE)
             return
-        # numpy's own assignment on a scratch array first: its errors are the program's
-        # (a single position takes a single value).
-        np.empty(w.shape, w.dtype).flat[key] = raw
-        if copy_as_numpy_does(w, value, lambda t, v: t.flat.__setitem__(key, v), _WRITE):
-            return
-        numbers = np.full(w.shape, -1, dtype=np.intp)
-        count = int(np.size(raw))
-        numbers.flat[key] = np.arange(count).reshape(np.shape(raw))
-        positions = np.flatnonzero(numbers >= 0)
-        if positions.size == 0:
-            return
-        chosen = numbers.ravel()[positions]
-        if isinstance(value, WrappedValue):
-            picked = np.ravel(value)[chosen]
-        else:
-            picked = np.ravel(np.asarray(raw, dtype=w.dtype))[chosen]
-        assign(w, np.unravel_index(positions, w.shape), picked, _WRITE)
+        _write_as_numpy(w, value, lambda t, v: t.flat.__setitem__(key, v), _WRITE)
 
     def copy(self) -> Any:
         """A 1-d copy of the elements, as ``flatiter.copy()``."""
@@ -165,11 +148,43 @@ def _single_position(key: Any, size: int) -> int | None:
     return k % size
 
 
+def _write_as_numpy(
+    w: WrappedArray, value: Any, perform: Callable[[np.ndarray, Any], None], operation: str
+) -> None:
+    """Write ``value`` into ``w`` as numpy's ``perform(w, value)`` does (``x.flat[k] = v``,
+    ``x.flat = v``), as one advanced-index assignment.
+
+    numpy's own call runs three times off the data: on a scratch array (its
+    errors are the program's: a single position takes a single value), on
+    numbered memory cells when the values share ``w``'s memory (numpy copies
+    them one element at a time, and ``x.flat = v`` and ``x.flat[...] = v``
+    do not do it in the same order), else on a probe of value numbers (which
+    value lands where, cycled).
+    """
+    value = array_like(value)  # a list of traced values: one traced array
+    raw = unwrap(value)
+    perform(np.empty(w.shape, w.dtype), raw)
+    if copy_as_numpy_does(w, value, perform, operation):
+        return
+    numbers = np.full(w.shape, -1, dtype=np.intp)
+    perform(numbers, np.arange(int(np.size(raw))).reshape(np.shape(raw)))
+    positions = np.flatnonzero(numbers >= 0)
+    if positions.size == 0:
+        return
+    chosen = numbers.ravel()[positions]
+    if isinstance(value, WrappedValue):
+        picked = np.ravel(value)[chosen]
+    else:
+        picked = np.ravel(np.asarray(raw, dtype=w.dtype))[chosen]
+    assign(w, np.unravel_index(positions, w.shape), picked, operation)
+
+
 def flat_iterator(w: WrappedArray) -> FlatIterator:
     """``w.flat``."""
     return FlatIterator(w)
 
 
 def set_flat(w: WrappedArray, value: Any) -> None:
-    """``w.flat = value``: every element, the values cycled, as ``w.flat[...] = value``."""
-    FlatIterator(w)[...] = value
+    """``w.flat = value``: every element, the values cycled (numpy buffers values that share
+    ``w``'s memory here, where ``w.flat[...] = value`` copies them one by one)."""
+    _write_as_numpy(w, value, lambda t, v: setattr(t, "flat", v), "x.flat = ...")

@@ -96,6 +96,8 @@ READ_WEIGHTS: dict[str, int] = {
     "view function": 3,
     "nested gradient": 2,
     "library read": 3,
+    "ufunc method": 3,
+    "window view": 1,
     "new buffer": 4,
     "new mask": 3,
     "new index": 2,

@@ -4,7 +4,8 @@ Each defines a new name from the arrays defined before it (:meth:`Renderer.defin
 a function of them, a reduction (with ``where=``, ``initial=``, ``axis=``),
 a view (slices with steps, ``.T``, reshape, diagonal), a copy in another
 layout or dtype (float32, int, bool, complex), a gather through an index,
-mask or ``take``, a product, an ndarray method with keywords, a library
+mask or ``take``, a product, an ndarray method with keywords, a ufunc method
+(``reduce``, ``accumulate``, ``reduceat``, ``outer``), sliding windows, a library
 function, a nested gradient call, or a new buffer, mask, index array or
 constant that later statements use and mutate.
 """
@@ -501,6 +502,62 @@ def step_view_function(r: Renderer, d: Draw) -> bool:
             *("np.broadcast_to({a}, (2, *{a}.shape))", "{a}.reshape({a}.shape[0], -1)"),
             *("np.ravel({a}, order='F')", "{a}.T.reshape(-1)", "np.asarray({a})"),
             *("np.reshape({a}, -1)", "np.transpose({a})", "np.real({a})"),
+        ]
+    )
+    probe = numpy_result(form.format(a="a"), a.shape)
+    if probe is None:
+        return False
+    r.define_like(form.format(a=a.name), probe, a)
+    return True
+
+
+# Binary ufuncs whose methods mutagrad differentiates (rules/ufunc_methods.py); inputs on
+# the value grid keep them smooth (divide and power: a positive shift away from zero).
+_METHOD_UFUNCS = ("add", "subtract", "multiply", "maximum", "minimum", "fmax", "logaddexp",
+                  "hypot", "divide", "power", "arctan2")  # fmt: skip
+
+
+@step("ufunc method")
+def step_ufunc_method(r: Renderer, d: Draw) -> bool:
+    a = r.pick_array(d, FLOATING)
+    if a is None or not a.shape or a.dtype == "c16":
+        return False
+    ufunc = d.pick(_METHOD_UFUNCS)
+    x = "(2.5 + {a})" if ufunc in ("divide", "power", "arctan2") else "{a}"
+    forms = [
+        f"np.{ufunc}.reduce({x})",
+        f"np.{ufunc}.reduce({x}, axis=-1, keepdims=True)",
+        f"np.{ufunc}.accumulate({x})",
+        f"np.{ufunc}.accumulate({x}, axis=-1)",
+        f"np.{ufunc}.reduceat({x}, [0, 2, 1], axis=0)",
+        f"np.{ufunc}.outer({x}[0], {x}[-1])",
+        f"np.{ufunc}.reduce({x}, axis=None)",
+        f"np.{ufunc}.reduce({x}, axis=0, initial=0.75)",
+    ]
+    if a.shape[0] > 1:
+        forms.append(f"np.{ufunc}.reduce({x}[::-1], axis=0, where={{m}}, initial=0.5)")
+    form = d.pick(forms)
+    m = ""
+    if "{m}" in form:
+        m = r.mask_for(d, a.shape[1:] or a.shape).name
+    probe = numpy_result(form.format(a="a", m="np.ones(a.shape[1:] or a.shape, bool)"), a.shape)
+    if probe is None:
+        return False  # numpy refuses it (reduceat past the end, several axes of subtract...)
+    r.define_like(form.format(a=a.name, m=m), probe, a)
+    return True
+
+
+@step("window view")
+def step_window_view(r: Renderer, d: Draw) -> bool:
+    a = r.pick_array(d, FLOATING)
+    if a is None or not a.shape:
+        return False
+    form = d.pick(
+        [
+            "np.lib.stride_tricks.sliding_window_view({a}, 2, axis=0)",
+            "np.lib.stride_tricks.sliding_window_view({a}, 2, axis=-1)",
+            "np.lib.stride_tricks.sliding_window_view({a}[::-1], 2, axis=0).sum(axis=-1)",
+            "np.lib.stride_tricks.sliding_window_view({a}, {a}.shape)",
         ]
     )
     probe = numpy_result(form.format(a="a"), a.shape)

@@ -297,6 +297,8 @@ def step_out_aliasing(r: Renderer, d: Draw) -> bool:
         "np.clip({0}, -1.0, 1.0, out={0})",
         "np.divide({0}, 1.5 + {0} * {0}, out={0})",
         "np.add({0}, 1.0, out={0}, where={mask})",
+        "np.sin({0}[::-1], out={0}, where={mask})",
+        f"np.divide({r.operand(d, t.dims)}, 1.5 + {{0}} * {{0}}, out={{0}}, where={{mask}})",
     ]
     if len(t.dims) == 2 and t.dims[0] == t.dims[1]:
         forms += ["np.negative({0}.T, out={0})", "np.matmul({0}, {0}, out={0})"]
@@ -563,6 +565,8 @@ def step_flat(r: Renderer, d: Draw) -> bool:
         f"{{0}}.flat[[{i}, {j}]] = {r.operand(d, (2,))}",
         f"{{0}}.flat[:] = {r.scalar(d)}",
         f"{{0}}.flat[{i}:{i + 2}] = {r.operand(d, (2,))}",
+        "{0}.flat[1:] = {0}[::-1]",
+        "{0}.flat = {0}.T",
     ]
     r.write(d.pick(forms).format(t.name))
     return True
