@@ -427,21 +427,21 @@ def write_to_a_value_handed_to_a_pullback():
 
 
 @trigger
-def list_of_views_of_the_array_written():
+def list_of_views_of_the_array_copied_into():
     def f(x):
         y = (x * 1.0).reshape(2, 2)
-        y[:] = [y[1], y[0]]
+        y.real = [y[1], y[0]]  # (numpy's order for x.real = [...] is not followed)
         return np.sum(y)
 
     mutagrad.gradient(f, X)
 
 
 @trigger
-def out_overlapping_an_input():
+def out_overlapping_an_input_in_another_dtype():
     def f(x):
-        y = x * 1.0
-        np.concatenate([y[:2], y[2:]], out=y)
-        return np.sum(y)
+        y = mutagrad.array(np.arange(4.0))
+        np.concatenate([y[:2].view(np.int64), y[2:]], out=y, casting="unsafe")
+        return np.sum(x * y)
 
     mutagrad.gradient(f, X)
 

@@ -219,3 +219,24 @@ def test_hypot_at_zero_takes_the_subgradient_norm_takes():
 
     (g,) = mutagrad.gradient(f, X[0])
     np.testing.assert_allclose(g, 1.0 / np.cosh(X[0]) ** 2, rtol=1e-12)
+
+
+def test_reduce_with_where_into_out():
+    # reduce's where= selects the elements reduced; out= is written whole
+    def f(x):
+        y = np.full(4, 7.0, like=x)
+        np.add.reduce(x, axis=0, where=MASK, out=y)
+        z = np.full((3, 1), 7.0, like=x)
+        np.maximum.reduce(x, axis=1, where=MASK, initial=-1.0, keepdims=True, out=z)
+        return np.sum(y * y) + np.sum(z * np.arange(1.0, 4.0)[:, None])
+
+    check_op(f, MIXED)
+
+
+def test_outer_with_where_into_out():
+    def f(x):
+        y = np.full((4, 3), 7.0, like=x)
+        np.subtract.outer(x[0], x[:, 1], out=y, where=MASK.T)
+        return np.sum(y * y)
+
+    check_op(f, MIXED)

@@ -22,7 +22,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
-from mutagrad.traced.mutation import assign_out, refuse_out_overlapping
+from mutagrad.traced.mutation import assign_out, copy_several_as_numpy_does
 from mutagrad.traced.value import (
     DETACHED,
     WrappedArray,
@@ -254,9 +254,25 @@ def _join_kwargs(axis, dtype, casting):
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _as_arrays(arrays)
-    refuse_out_overlapping(out, arrays, "np.concatenate")
     kwargs = _join_kwargs(axis, dtype, casting)
+    if _joined_as_numpy_does(np.concatenate, arrays, out, kwargs, "np.concatenate(..., out=)"):
+        return out
     return assign_out(apply(_concatenate_rule(len(arrays)), arrays, kwargs), out, "np.concatenate")
+
+
+def _joined_as_numpy_does(join, arrays, out, kwargs, operation) -> bool:
+    """``join(arrays, out=out)`` (np.concatenate, np.stack) where ``out`` shares memory with
+    an input: numpy fills ``out`` one input after the other, so an input may be read after
+    an earlier one overwrote it; that order is followed (mutation.copy_several_as_numpy_does).
+    False, nothing done, where no input shares ``out``'s memory."""
+    if not isinstance(out, WrappedArray):
+        return False
+    # numpy's own call on copies first: its errors (a shape, a cast) are the program's.
+    join([np.array(unwrap(a)) for a in arrays], out=np.array(out._raw), **kwargs)
+    order_only = {"axis": kwargs["axis"]}  # (the numbers are of one dtype: no cast to check)
+    return copy_several_as_numpy_does(
+        out, list(arrays), lambda t, numbered: join(numbered, out=t, **order_only), operation
+    )
 
 
 @cache
@@ -277,8 +293,9 @@ def _stack_rule(n: int) -> VjpRule:
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     arrays = _as_arrays(arrays)
-    refuse_out_overlapping(out, arrays, "np.stack")
     kwargs = _join_kwargs(axis, dtype, casting)
+    if _joined_as_numpy_does(np.stack, arrays, out, kwargs, "np.stack(..., out=)"):
+        return out
     return assign_out(apply(_stack_rule(len(arrays)), arrays, kwargs), out, "np.stack")
 
 

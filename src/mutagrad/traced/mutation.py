@@ -206,7 +206,7 @@ _CELL_NUMBERS: dict[int, type[np.signedinteger[Any]]] = {
 
 
 def copy_as_numpy_does(
-    w: WrappedArray, values: Any, perform: Callable[[np.ndarray, np.ndarray], None],
+    w: WrappedArray, values: Any, perform: Callable[[np.ndarray, Any], None],
     operation: str,
 ) -> bool:  # fmt: skip
     """Write ``values`` into ``w`` as numpy's element-by-element copy ``perform(target, values)``
@@ -222,25 +222,42 @@ def copy_as_numpy_does(
     those original values, gathered from ``values`` before it, which every
     path already records and differentiates.
     """
-    raw_values = values._raw if isinstance(values, WrappedValue) else values
+    return copy_several_as_numpy_does(w, [values], lambda t, v: perform(t, v[0]), operation)
+
+
+def copy_several_as_numpy_does(
+    w: WrappedArray, values: list[Any], perform: Callable[[np.ndarray, list[Any]], None],
+    operation: str,
+) -> bool:  # fmt: skip
+    """:func:`copy_as_numpy_does` for a call that copies several values into ``w``
+    (``np.concatenate(values, out=w)``, ``w[k] = [v0, v1]``): ``perform(target, values)``.
+
+    The values that share ``w``'s memory are numbered by memory cell; every
+    other value (another array, a traced scalar, a number) gets numbers of its
+    own past those, so each number names one element of one value.
+    """
     data = w._raw
-    if (
-        type(data) is not np.ndarray
-        or not isinstance(raw_values, np.ndarray)
-        or not overlaps(raw_values, data, 10_000)
-    ):
+    raws = [v._raw if isinstance(v, WrappedValue) else v for v in values]
+    shared = [
+        isinstance(r, np.ndarray) and type(data) is np.ndarray and overlaps(r, data, 10_000)
+        for r in raws
+    ]
+    if not any(shared):
         return False
     itemsize = data.itemsize
     cell_type = _CELL_NUMBERS.get(itemsize)
-    spans = (_byte_span(data), _byte_span(raw_values))
+    sharing = [data, *(r for r, s in zip(raws, shared) if s)]
+    spans = [_byte_span(a) for a in sharing]
     low, high = min(span[0] for span in spans), max(span[1] for span in spans)
     aligned = all(
         (_first_address(a) - low) % itemsize == 0 and all(st % itemsize == 0 for st in a.strides)
-        for a in (data, raw_values)
+        for a in sharing
     )
-    count = (high - low) // itemsize
+    others = [np.asarray(r) for r, s in zip(raws, shared) if not s]
+    count = (high - low) // itemsize + sum(o.size for o in others)
+    other_dtype = next((a.dtype for a in sharing[1:] if a.dtype != data.dtype), None)
     if (
-        raw_values.dtype != data.dtype
+        other_dtype is not None
         or cell_type is None
         or not aligned
         or count > np.iinfo(cell_type).max
@@ -249,25 +266,47 @@ def copy_as_numpy_does(
             f"{operation} with values that share memory with the array it writes, at\n"
             f"{format_site(user_site())}\nnumpy reads such values while it writes them, one "
             f"element at a time; mutagrad follows that order for values of the array's own "
-            f"dtype and item-aligned layout only (here {raw_values.dtype} into {data.dtype}).\n"
-            "Fix: pass a copy of the values (values.copy()) if the values as they were before "
-            "the call are meant."
+            f"dtype and item-aligned layout only (here {other_dtype or data.dtype} into "
+            f"{data.dtype}).\nFix: pass a copy of the values (values.copy()) if the values as "
+            "they were before the call are meant."
         )
-    cells = np.arange(count, dtype=cell_type)
+    cells = np.arange((high - low) // itemsize, dtype=cell_type)
 
     def numbered(a: np.ndarray) -> np.ndarray:
         return np.ndarray(a.shape, cell_type, cells, _first_address(a) - low, a.strides)
 
-    target, source = numbered(data), numbered(raw_values)
-    before, value_cells = target.ravel().copy(), source.ravel().copy()
-    perform(target, source)
+    numbers, next_number = [], cells.size
+    for r, s in zip(raws, shared):
+        if s:
+            numbers.append(numbered(r))
+        else:
+            size = int(np.size(r))
+            fresh = np.arange(next_number, next_number + size, dtype=cell_type)
+            numbers.append(fresh.reshape(np.shape(r)))
+            next_number += size
+    target = numbered(data)
+    before = target.ravel().copy()
+    value_cells = [n.ravel().copy() for n in numbers]
+    perform(target, numbers)
     after = target.ravel()
     changed = np.flatnonzero(after != before)
     if changed.size == 0:
         return True
-    positions = _value_positions(value_cells, after[changed], operation)
-    picked = np.ravel(values)[positions] if isinstance(values, WrappedValue) else (
-        raw_values.ravel()[positions])  # fmt: skip
+    owner = np.concatenate([np.full(c.size, k) for k, c in enumerate(value_cells)])
+    found = _value_positions(np.concatenate(value_cells), after[changed], operation)
+    starts = np.cumsum([0] + [c.size for c in value_cells])
+    parts, order = [], []
+    for k, v in enumerate(values):
+        mine = np.flatnonzero(owner[found] == k)
+        if mine.size == 0:
+            continue
+        at = found[mine] - starts[k]
+        parts.append(np.ravel(v)[at] if isinstance(v, WrappedValue) else
+                     np.ravel(np.asarray(raws[k]))[at])  # fmt: skip
+        order.append(mine)
+    picked = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(parts) > 1:
+        picked = picked[np.argsort(np.concatenate(order), kind="stable")]
     assign(w, np.unravel_index(changed, w.shape), picked, operation)
     return True
 
@@ -537,6 +576,14 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     key, basic = indexing.normalize_index(index)
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
+    if (
+        operation == "__setitem__"
+        and mask is None
+        and type(value) in (list, tuple)
+        and holds_wrapped(value)
+        and _sequence_as_numpy_stores_it(w, key, value)
+    ):
+        return
     value, raw_value, value_node, base = _checked_value(w, value, operation, trace)
     if basic and mask is None and _is_self_assignment(w, key, value):
         return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
@@ -703,6 +750,28 @@ def _sequence_leaves(value: Any) -> Any:
             yield from _sequence_leaves(v)
         else:
             yield v
+
+
+def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any) -> bool:
+    """``w[key] = [a, b, ...]`` where an element shares ``w``'s memory, in numpy's order: numpy
+    stores the sequence one element at a time (``x[:2] = [x[1], x[0]]`` leaves both rows
+    equal to the old ``x[1]``). False, nothing done, where no element shares it."""
+    leaves = list(_sequence_leaves(value))
+    if not any(isinstance(v, WrappedArray) for v in leaves):
+        return False
+    np.empty(w.shape, w.dtype)[key] = unwrap(value)  # numpy's own errors first
+
+    def store(target: np.ndarray, numbered: list[Any]) -> None:
+        target[key] = _with_leaves(value, iter(numbered))
+
+    return copy_several_as_numpy_does(w, leaves, store, "__setitem__")
+
+
+def _with_leaves(value: Any, leaves: Any) -> Any:
+    """``value`` (nested lists and tuples) with its leaves replaced by ``leaves``, in order."""
+    return type(value)(
+        _with_leaves(v, leaves) if type(v) in (list, tuple) else next(leaves) for v in value
+    )
 
 
 def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> None:
@@ -889,7 +958,12 @@ def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
                 conversion_message(f"np.{ufunc.__name__}(..., out=ndarray)")
             )
         return getattr(ufunc, method)(*unwrap(inputs), out=out, **unwrap(kwargs))
-    if "where" in kwargs and (any_active(inputs) or any_active(outs)):
+    # (reduce's where= selects the elements reduced; its out= is written whole, below)
+    if "where" in kwargs and method != "reduce" and (any_active(inputs) or any_active(outs)):
+        if method == "outer" and len(inputs) == 2:  # the ufunc of a column and a row
+            a, b = (operand_value(x) for x in inputs)
+            inputs = (np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
+            method = "__call__"
         if method != "__call__" or ufunc.nout != 1 or not isinstance(outs[0], WrappedArray):
             raise NotDifferentiableError(
                 f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}(..., "
@@ -944,23 +1018,6 @@ def _ufunc_where_into(
 def operand_value(x: Any) -> Any:
     """A ufunc operand as an array: a WrappedValue as it is, anything else numpy's array."""
     return x if isinstance(x, WrappedValue) else np.asarray(array_like(x))
-
-
-def refuse_out_overlapping(out: Any, inputs: Any, operation: str) -> None:
-    """Refuse ``out=`` sharing memory with an input of a function numpy fills piece by piece.
-
-    ``np.concatenate`` and ``np.stack`` copy their inputs into ``out`` one
-    after the other, so a later input may be read after an earlier one
-    overwrote it; the tape records every input as read first.
-    """
-    refuse_overlapping(
-        out,
-        inputs,
-        f"{operation}(..., out=) into an array that shares memory with one of its inputs",
-        "numpy fills out one input after the other, so an input may be read after an "
-        "earlier one overwrote it; mutagrad does not reproduce that order.\nFix: compute "
-        "the result without out= and assign it (y[...] = np.concatenate([...])).",
-    )
 
 
 def assign_out(result: Any, out: Any, operation: str) -> Any:

@@ -48,13 +48,15 @@ _REASONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          "f returns no floating-point number"),
         (r"^argument \d+ of the gradient call is a ([\w.]+), an ndarray subclass",
          r"an ndarray subclass argument"),
+        (r"^(np\.\w+\.\w+) returned values that are not the fold",
+         r"\1: numpy's value is not the fold"),
         (r"^([\w.]+) on traced arrays is supported for", r"\1"),
         (r"^(x\.\w+) is not supported on traced arrays", r"\1"),
         (r"^(.+?) of a traced value", r"\1"),
     )
 )
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"\b\d+\b")  # (not the 2 of arctan2 or the 32 of float32)
 _LONGEST = 90
 
 
