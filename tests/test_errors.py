@@ -1098,6 +1098,76 @@ def scipy_derivative_in_an_order():
     mutagrad.gradient(lambda v: np.sum(special.jv(v, X)), X)
 
 
+# -- forward mode ------------------------------------------------------------------------
+
+
+@trigger
+def forward_rule_missing():
+    mutagrad.jvp(lambda x: np.pad(x, 1), (X,), (X,))
+
+
+@trigger
+def rrule_in_forward_mode():
+    @mutagrad.primitive
+    def cube(v):
+        return v**3
+
+    @mutagrad.rrule(cube)
+    def cube_rule(v):
+        return v**3, lambda dy: (3 * v**2 * dy,)
+
+    mutagrad.jvp(lambda x: cube(x), (X,), (X,))
+
+
+@trigger
+def defjvp_without_defvjp():
+    @mutagrad.primitive
+    def square(v):
+        return v * v
+
+    mutagrad.defjvp(square, lambda t, ans, v: 2 * v * t)
+
+
+@trigger
+def defjvp_without_a_jvp_for_an_argument():
+    @mutagrad.primitive
+    def product(a, b):
+        return a * b
+
+    mutagrad.defvjp(product, lambda g, ans, a, b: g * b, lambda g, ans, a, b: g * a)
+    mutagrad.defjvp(product, lambda t, ans, a, b: t * b)
+    mutagrad.jvp(lambda x: product(X, x), (X,), (X,))
+
+
+@trigger
+def jacfwd_of_a_string_result():
+    mutagrad.jacfwd(lambda x: "done")(X)
+
+
+@trigger
+def jacfwd_of_an_integer_result():
+    mutagrad.jacfwd(lambda x: np.argmax(x))(X)
+
+
+@trigger
+def forward_jacobian_of_a_boolean_array():
+    mutagrad.forward_jacobian(lambda x: x, X > 2)
+
+
+@trigger
+def snapshot_under_two_forward_levels():
+    def f(y):
+        z = y * y
+        s = np.sin(z)  # saves z
+        z[0] = 0.0  # snapshot mode copies it, tangents too: these are differentiated again
+        return np.sum(s)
+
+    def inner(x):
+        return mutagrad.jvp(lambda y: mutagrad.grad(f, mode="snapshot")(y), (x,), (X,))[1]
+
+    mutagrad.jvp(inner, (X,), (X,))
+
+
 # -- the tests ---------------------------------------------------------------------------
 
 

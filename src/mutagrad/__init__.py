@@ -22,7 +22,7 @@ from mutagrad.checkpoint import checkpointed
 from mutagrad.core.engine import ANS
 from mutagrad.core.modes import mode
 from mutagrad.core.tangents import NoTangent, ZeroTangent
-from mutagrad.custom import defvjp, non_differentiable, primitive, rrule
+from mutagrad.custom import defjvp, defvjp, non_differentiable, primitive, rrule
 from mutagrad.errors import (
     FrozenBufferError,
     MissingRuleError,
@@ -35,6 +35,7 @@ from mutagrad.errors import (
     UnsupportedAttributeError,
 )
 from mutagrad.explain import Explanation, explain
+from mutagrad.forward import forward_jacobian, jacfwd, jvp, linearize
 from mutagrad.hook import hook
 from mutagrad.jacobians import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.params import Grads, Params
@@ -85,11 +86,13 @@ __all__ = [
     "array",
     "asarray",
     "checkpointed",
+    "defjvp",
     "defvjp",
     "diaghessian",
     "elementwise_grad",
     "explain",
     "flatten",
+    "forward_jacobian",
     "grad",
     "gradient",
     "hessian",
@@ -99,8 +102,11 @@ __all__ = [
     "hvp",
     "ignore_derivatives",
     "is_traced",
+    "jacfwd",
     "jacobian",
     "jacrev",
+    "jvp",
+    "linearize",
     "make_vjp",
     "mode",
     "non_differentiable",

@@ -69,6 +69,7 @@ from mutagrad.errors import (
 )
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 from mutagrad.traced.mutation import overlaps
+from mutagrad.traced.tangents import share_tangents
 from mutagrad.traced.value import (
     BORROWED,
     SHARED_INPUT,
@@ -263,6 +264,7 @@ class GradientCall:
         "inputs",
         "leaves",
         "locked",
+        "owns_tape",
         "param_nodes",
         "params",
         "parent",
@@ -283,21 +285,18 @@ class GradientCall:
     ):
         policy = MODE.get() if mode_name is None else mode_named(mode_name)
         parent = self.parent = STATE.get()
-        if parent is None:
-            tape = Tape()
-            trace = Trace(tape, 1, policy, None)
-        else:
-            tape = parent.tape
-            trace = Trace(tape, parent.depth + 1, policy, parent)
-        self.tape = tape
-        self.trace = trace
-        self.start = len(tape.nodes)
+        trace = self.trace = self._level(parent, policy)
+        tape = self.tape = trace.tape
+        # A call inside another on its tape: that call releases it. A reverse level
+        # inside forward levels alone makes a tape of its own.
+        self.owns_tape = tape is not None and (parent is None or parent.tape is not tape)
+        self.start = len(tape.nodes) if tape is not None else 0
         self.frozen = Frozen()
         self.borrow = borrow
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
         # Every array argument, its fingerprint on entry (checked when f returns)
         # and its input.
-        self.watched: list[tuple[np.ndarray, Any, WrappedArray]] = []
+        self.watched: list[tuple[np.ndarray, Any, WrappedValue]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -331,6 +330,28 @@ class GradientCall:
                 self.finish()
                 raise
 
+    @property
+    def errors(self) -> Any:
+        """Where a refusal met in another thread waits for this call (its tape, or its level)."""
+        return self.tape if self.tape is not None else self.trace
+
+    def _level(self, parent: Trace | None, policy: Mode) -> Trace:
+        """The level this call differentiates at: reverse, on the enclosing tape if any."""
+        depth = parent.depth + 1 if parent is not None else 1
+        if parent is None or parent.tape is None:
+            return Trace(Tape(), depth, policy, parent)
+        return Trace(parent.tape, depth, policy, parent)
+
+    def _link(self, w: WrappedValue, x: Any, outer: Node | None) -> Node | None:
+        """Give ``w``, the value ``f`` receives for argument leaf ``x``, its input node (linked
+        to ``outer``, ``x``'s node in an enclosing call) and ``x``'s tangents at the forward
+        levels around this call (``w`` holds a copy of ``x``'s value: they are shared)."""
+        node = input_node(self.tape, self.trace.bit, outer, w._raw)
+        w._node = node
+        if self.trace.forward and isinstance(x, WrappedValue):
+            share_tangents(x, w, self.trace.forward)
+        return node
+
     def _wrap(self, x: Any) -> Any:
         """Argument leaf ``x`` as ``f`` sees it: a WrappedValue with an input node, or
         ``x`` itself where it passes through undifferentiated (a string, None)."""
@@ -363,9 +384,7 @@ class GradientCall:
             w = wrap(np.int64(x))
         else:
             w = wrap(np.float64(x) if isinstance(x, float) else x)
-        node = input_node(self.tape, self.trace.bit, outer, w._raw)
-        w._node = node
-        self.inputs.append(node)
+        self.inputs.append(self._link(w, x, outer))
         return w
 
     def _wrap_callers_array(self, x: np.ndarray) -> WrappedArray:
@@ -467,8 +486,9 @@ class GradientCall:
             forget_conversion_errors()
             STATE.reset(token)
             RUNNING.remove(trace)  # (threads: not always the last one)
-            if self.tape.other_thread_error is not None:
-                raise_other_thread_error(self.tape)
+            errors = self.errors
+            if errors.other_thread_error is not None:
+                raise_other_thread_error(errors)
         if self.watched:
             self.check_arguments_unchanged()
         return out
@@ -478,8 +498,8 @@ class GradientCall:
         hidden = conversion_hidden_by(error)
         if hidden is not None:
             return hidden  # numpy raised its own error in place of mutagrad's
-        if self.tape.other_thread_error is not None:
-            return self.tape.other_thread_error  # a thread's refusal, then its consequence
+        if self.errors.other_thread_error is not None:
+            return self.errors.other_thread_error  # a thread's refusal, then its consequence
         site = innermost_user_site(error.__traceback__)
         if (
             isinstance(error, ValueError)
@@ -582,9 +602,10 @@ class GradientCall:
             return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop)
         token = STATE.set(parent)  # a nested sweep is recorded by the enclosing level
         try:
-            return backward(
-                self.tape, [(out_node, seed)], self.start, self.trace.bit, stop, recording=True
-            )
+            # Forward levels around put no bits in tags: every pullback runs on traced
+            # values, which carry their tangents, for those levels to differentiate.
+            return backward(self.tape, [(out_node, seed)], self.start, self.trace.bit, stop,
+                            recording=True, everything=bool(parent.forward))  # fmt: skip
         finally:
             STATE.reset(token)
 
@@ -607,7 +628,7 @@ class GradientCall:
                 w._views = []  # break the cycle, so that they are freed at once
         if self._rebound or self._claimed:
             self._unbind_parameters()
-        if self.parent is None:
+        if self.owns_tape:
             self.tape.release()
 
 
@@ -655,7 +676,7 @@ def _weights(n: int, stream: int) -> np.ndarray:
     return w
 
 
-def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> None:
+def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedValue]]) -> None:
     """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
 
     Each input is differentiated as an array of its own; in numpy a write
@@ -672,7 +693,7 @@ def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedArray]]) -> 
         seen.add(id(x))
     else:
         return
-    groups: dict[int, list[tuple[np.ndarray, WrappedArray]]] = {}
+    groups: dict[int, list[tuple[np.ndarray, WrappedValue]]] = {}
     for x, _, w in watched:
         groups.setdefault(id(_owner(x)), []).append((x, w))
     for group in groups.values():

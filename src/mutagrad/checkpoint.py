@@ -253,7 +253,8 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     gradient, it just calls ``f``.
     """
     trace = STATE.get()
-    if trace is None:
+    if trace is None or trace.forward:
+        # (A forward level keeps nothing to recompute: f runs, its tangents computed as it goes.)
         return f(*args)
     leaves, rebuild = flatten(args)
     outer_nodes = [node_of(x, trace.tape) if isinstance(x, WrappedValue) else None for x in leaves]

@@ -51,9 +51,10 @@ from mutagrad.core.engine import (
 from mutagrad.core.record import owned_value, push
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
 from mutagrad.core.tangents import NoTangent, is_structural_zero
+from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import Site, format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
-from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.errors import MissingRuleError, MutagradError, NotDifferentiableError
 from mutagrad.traced.dispatch import (
     apply,
     call_without_derivative,
@@ -65,6 +66,7 @@ from mutagrad.traced.value import (
     WrappedValue,
     holds_wrapped,
     operand,
+    tangents_among,
     unwrap,
     wrap,
     wrap_constant,
@@ -135,7 +137,15 @@ def _check_registrable(fn: Any) -> None:
     )
 
 
+# The rule each function got from defvjp, which defjvp completes with a forward rule.
+_VJP_RULES: dict[Any, VjpRule] = {}
+
+
 def _register(fn: Any, rule: VjpRule | ClosureRule) -> None:
+    if isinstance(rule, VjpRule):
+        _VJP_RULES[fn] = rule
+    else:
+        _VJP_RULES.pop(fn, None)
     if isinstance(fn, np.ufunc):
         _forget_methods(fn)
         UFUNC_RULES[fn] = rule
@@ -285,6 +295,54 @@ def defvjp(
     _register(fn, VjpRule(name, _raw_function(fn), checked, reads, trusted=False))
 
 
+@api_boundary
+def defjvp(fn: Any, *jvps: Callable[..., Any] | None) -> None:
+    """Give ``fn`` a forward rule (for jvp, jacfwd, hvp, hessian), beside its defvjp rule.
+
+    ``jvps[i](t, ans, *args, **kwargs)`` is the output's tangent due to
+    argument i's tangent ``t`` (one direction, ``t`` shaped like argument i);
+    the tangents of the arguments that have one are summed. ``None`` (or a
+    missing entry) refuses forward mode through that argument. ``fn`` must
+    have a rule from :func:`defvjp` first.
+    """
+    rule = _VJP_RULES.get(fn)
+    name = getattr(fn, "__name__", repr(fn))
+    if rule is None:
+        raise MutagradError(
+            f"defjvp({name}, ...): {name} has no rule from mutagrad.defvjp.\n"
+            f"Fix: register its vjps first with mutagrad.defvjp({name}, ...) (a forward rule "
+            "alone is not supported), then call defjvp."
+        )
+    rule.jvp = _user_jvp(name, jvps)
+
+
+def _user_jvp(name: str, jvps: tuple[Callable[..., Any] | None, ...]) -> Callable[..., Any]:
+    """A forward rule from a user's per-argument jvps, one direction at a time."""
+
+    def user_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+        kw = kwargs or {}
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            jvp = jvps[i] if i < len(jvps) else None
+            if jvp is None:
+                raise MissingRuleError(
+                    f"the forward rule of {name} (mutagrad.defjvp) has no jvp for its argument "
+                    f"{i}, which has a tangent here.\nFix: give one: defjvp({name}, "
+                    + ("jvp_0)." if i == 0 else f"jvp_0, ..., jvp_{i}).")
+                )
+            part = np.stack([
+                np.broadcast_to(jvp(t[b], ans, *args, **kw), np.shape(ans))
+                for b in range(t.shape[0])
+            ])  # fmt: skip
+            total = part if total is None else total + part
+        return total
+
+    user_jvp.kind = "user"  # type: ignore[attr-defined]
+    return user_jvp
+
+
 class ClosureRule(CallRule):
     """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``, registered at ``site``."""
 
@@ -322,6 +380,9 @@ class ClosureRule(CallRule):
         raw_leaves = [r for r, _ in resolved]
         nodes = [n for _, n in resolved]
         raw = _regroup(args, leaves, raw_leaves)
+        if trace is not None and trace.forward and tangents_among(tuple(flat), trace.forward):
+            # A pullback gives cotangents, not tangents; transposing it is not done yet.
+            raise MissingRuleError(missing_forward_rule_message(self.name, "rrule"))
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         assert trace is not None and tape is not None  # (an argument has a node: a call runs)
@@ -480,4 +541,4 @@ def _forget_methods(ufunc: np.ufunc) -> None:
         del UFUNC_RULES[key]
 
 
-__all__ = ["ANS", "defvjp", "non_differentiable", "primitive", "rrule"]
+__all__ = ["ANS", "defjvp", "defvjp", "non_differentiable", "primitive", "rrule"]

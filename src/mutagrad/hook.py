@@ -21,6 +21,7 @@ from mutagrad.core.engine import (
 from mutagrad.core.record import push
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.sites import user_site
+from mutagrad.traced.tangents import share_tangents
 from mutagrad.traced.value import (
     WrappedValue,
     node_of,
@@ -73,4 +74,7 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     data = x._raw
     node = Node(HOOK, (source,), trace.tape, source.tag, data, user_site())
     push(node, (), {"fn": fn})
-    return wrap(data.copy() if isinstance(data, np.ndarray) else data, node)
+    out = wrap(data.copy() if isinstance(data, np.ndarray) else data, node)
+    if trace.forward:  # fn acts on cotangents: the tangents pass unchanged
+        share_tangents(x, out, trace.forward)
+    return out

@@ -112,7 +112,10 @@ class Pullback:
             # Inside the enclosing call the sweep is recorded at the current level,
             # which differentiates it (dy and the captures may both be traced).
             recording = call.parent is not None
-            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording)
+            # (Forward levels around put no bits in tags: every pullback is recorded.)
+            everything = recording and bool(call.trace.forward)
+            bk = backward(call.tape, seeds, call.start, call.trace.bit, stop, recording,
+                          everything)  # fmt: skip
         grads = call.gradients(bk)
         return grads if isinstance(grads, Grads) else tuple(grads)
 

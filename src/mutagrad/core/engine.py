@@ -44,6 +44,7 @@ from typing import Any, final
 
 import numpy as np
 
+from mutagrad.core.jvps import Derivation
 from mutagrad.core.memory import describe_part, has_layout, owned_copy
 from mutagrad.core.tangents import (
     ZERO,
@@ -167,24 +168,60 @@ class Trace:
 
     ``thread`` is the thread that runs it: the trace lives in a context
     variable, which a thread started inside ``f`` does not inherit.
+    ``forward`` holds the forward levels (:class:`ForwardTrace`)
+    this level sees, outermost first: every operation computes their tangents. It
+    is empty for reverse levels alone, the one thing reverse mode checks for them.
     """
 
-    __slots__ = ("bit", "depth", "mode", "parent", "tape", "thread")
+    __slots__ = ("bit", "depth", "forward", "mode", "parent", "tape", "thread")
 
-    def __init__(self, tape: Tape, depth: int, mode: Any, parent: Trace | None):
-        self.tape = tape
+    def __init__(self, tape: Tape | None, depth: int, mode: Any, parent: Trace | None):
+        # None only for a forward level that no reverse level encloses. Typed as a Tape: the
+        # paths that read it (records, writes with nodes, sweeps) run only where a value has
+        # a node, which needs a reverse level, hence a tape.
+        self.tape: Tape = tape  # type: ignore[assignment]
         self.depth = depth
         self.bit = 1 << depth
         self.mode = mode
         self.parent = parent
         self.thread = get_ident()
+        self.forward: tuple[Trace, ...] = parent.forward if parent is not None else ()
 
 
-def raise_other_thread_error(tape: Tape) -> None:
-    """The function of a call on ``tape`` returned: raise what another thread was refused."""
-    error = tape.other_thread_error
-    tape.other_thread_error = None
-    raise error  # type: ignore[misc]
+class ForwardTrace(Trace):
+    """A forward level: every operation computes its tangents at the moment it runs.
+
+    ``width`` is the number of directions pushed at once (the leading batch
+    axis of every tangent). A forward level records nothing; ``tape`` and
+    ``mode`` are those of the reverse level around it (for the operations it
+    runs there, which that level records), or None when none encloses it.
+    ``sealed``: the tape of a gradient call whose traced values the level
+    refuses to read (``forwarddiff``'s level, which runs apart from the call
+    around it, with no parent).
+    """
+
+    __slots__ = ("other_thread_error", "sealed", "width")
+
+    def __init__(
+        self, depth: int, parent: Trace | None, width: int, mode: Any, sealed: Tape | None = None
+    ):
+        # Around a reverse level, its tape and policy (for what the level's operations do
+        # there); alone, ``mode`` (mutagrad.core.modes.FORWARD: every write allowed).
+        tape = parent.tape if parent is not None else None
+        super().__init__(tape, depth, parent.mode if parent is not None else mode, parent)
+        self.width = width
+        self.sealed = sealed
+        self.forward = (*self.forward, self)
+        # (as Tape.other_thread_error, for a level with no tape)
+        self.other_thread_error: MutagradError | None = None
+
+
+def raise_other_thread_error(holder: Any) -> None:
+    """The function of a call returned: raise what another thread was refused, kept on
+    ``holder`` (the call's tape, or its forward level)."""
+    error = holder.other_thread_error
+    holder.other_thread_error = None
+    raise error
 
 
 def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
@@ -335,6 +372,7 @@ class Capture:
         "node",
         "poisoned_by",
         "region",
+        "tangents",  # set by detach where forward levels hold tangents of the data
         "tape",
         "version",
     )
@@ -365,7 +403,13 @@ class Capture:
         return self.data
 
     def detach(self) -> None:
-        """Keep a private copy of the data; no write can poison it any more."""
+        """Keep a private copy of the data; no write can poison it any more.
+
+        A forward level that encloses this capture's sweep reads the tangents of
+        the saved value too: they are copied with it (see :class:`TracedType`).
+        """
+        if self.region is not None and self.base._tangents is not None:
+            self.tangents = TRACED.region_tangents(self.base, self.region)
         self.data = self.data.copy()
         self.region = None
 
@@ -464,9 +508,14 @@ class VjpRule(Rule):
     saves exactly what the vjps of the active arguments read; every other
     array argument reaches the vjp as a :class:`Meta` (shape and dtype only).
     ``fun`` computes the primal value from raw arrays.
+
+    ``jvp(tangents, ans, args, kwargs)`` is its forward rule (None: it has
+    none, and forward mode refuses it by name): the output's tangent from the
+    arguments' (None for an argument without one), each with a leading batch
+    axis. The rule modules build it with :mod:`mutagrad.core.jvps`'s helpers.
     """
 
-    __slots__ = ("_plans", "complete", "fun", "params", "reads", "trusted", "vjps")
+    __slots__ = ("_plans", "complete", "fun", "jvp", "params", "reads", "trusted", "vjps")
     saves_by_position = True
 
     def __init__(
@@ -477,8 +526,10 @@ class VjpRule(Rule):
         reads: tuple[tuple[int | str, ...], ...],
         params: bool = True,
         trusted: bool = True,
+        jvp: Callable[..., Any] | Derivation | None = None,
     ):
         super().__init__(name)
+        self.jvp = jvp.bind(self.applied, vjps) if isinstance(jvp, Derivation) else jvp
         if len(reads) != len(vjps):
             raise ValueError(f"rule {name}: {len(vjps)} vjps but {len(reads)} read declarations")
         self.fun = fun
@@ -495,6 +546,11 @@ class VjpRule(Rule):
         # integer): the fast path of :meth:`backward` needs no other check.
         self.complete = trusted and all(vjp is not None for vjp in vjps)
         self._plans: dict[Any, tuple[tuple[bool, ...], bool]] = {}
+
+    def applied(self, *args: Any, **kwargs: Any) -> Any:
+        """This rule applied like a primitive (:func:`call_rule`): what a jvp derived by
+        :mod:`mutagrad.core.jvps` calls on the tangents."""
+        return call_rule(self, args, kwargs or None)
 
     def plan(self, active: int, n: int) -> tuple[tuple[bool, ...], bool]:
         """Which of the ``n`` arguments, and whether the output, must be saved.
@@ -650,16 +706,20 @@ class TracedType:
     * ``handle(value, node, base)``: a traced read-only array for a saved value,
       what a recorded sweep's pullbacks read;
     * ``densify(sparse)``: a sparse cotangent with traced values made dense with
-      recorded operations.
+      recorded operations;
+    * ``region_tangents(base, region)``: the tangents (per forward level) of a
+      part of a base array, copied, for a capture that stops reading the
+      base's memory (:meth:`Capture.detach`); ``handle`` gives them back.
     """
 
-    __slots__ = ("apply", "densify", "handle", "kind")
+    __slots__ = ("apply", "densify", "handle", "kind", "region_tangents")
 
     def __init__(self) -> None:
         self.kind: type = _NoTracedType
         self.apply: Callable[..., Any] = _not_registered
-        self.handle: Callable[[Any, Node | None, Any], Any] = _not_registered
+        self.handle: Callable[..., Any] = _not_registered
         self.densify: Callable[[SparseCotangent], Any] = _not_registered
+        self.region_tangents: Callable[[Any, np.ndarray], Any] = _not_registered
 
 
 class _NoTracedType:
@@ -676,11 +736,13 @@ TRACED = TracedType()
 def register_traced_type(
     kind: type,
     apply: Callable[..., Any],
-    handle: Callable[[Any, Node | None, Any], Any],
+    handle: Callable[..., Any],
     densify: Callable[[SparseCotangent], Any],
+    region_tangents: Callable[[Any, np.ndarray], Any],
 ) -> None:
     """Tell the engine the traced type and how to record on it (see :class:`TracedType`)."""
     TRACED.kind, TRACED.apply, TRACED.handle, TRACED.densify = kind, apply, handle, densify
+    TRACED.region_tangents = region_tangents
 
 
 def call_rule(rule: VjpRule, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
@@ -709,11 +771,13 @@ class BackwardPass:
 
     __slots__ = ("bit", "cots", "outer_mask", "owned", "recording", "tape")
 
-    def __init__(self, tape: Tape, bit: int, recording: bool):
+    def __init__(self, tape: Tape, bit: int, recording: bool, everything: bool = False):
         self.tape = tape
         self.bit = bit
         self.recording = recording  # a nested sweep, differentiated by the enclosing level
-        self.outer_mask = bit - 2  # the levels enclosing this one
+        # The levels enclosing this one; with ``everything`` (a forward level encloses the
+        # sweep, and forward levels put no bits in tags) every node is recorded.
+        self.outer_mask = -1 if everything else bit - 2
         self.cots: dict[Node, Any] = {}
         self.owned: set[Node] = set()
 
@@ -723,16 +787,19 @@ class BackwardPass:
 
     def traced(self, value: Any, node: Node | None) -> Any:
         base = None
+        tangents = None
         if type(value) is Capture:
             # Still the array's live memory (not a snapshot or the caller's
             # original): the handle must be a view of that array, so that a
             # later write to it poisons or snapshots what the enclosing level
-            # saves from the handle.
+            # saves from the handle (and reads its tangents through it).
             base = value.base if value.region is value.data else None
+            if base is None:
+                tangents = getattr(value, "tangents", None)
             value = value.read()
         if isinstance(value, Meta) or node is None:
             return value
-        return TRACED.handle(value, node, base)
+        return TRACED.handle(value, node, base, tangents)
 
     def accumulate(self, node: Node, c: Any, owned: bool = False) -> None:
         """Add cotangent ``c`` into ``node``'s, after unbroadcasting and casting it.
@@ -848,19 +915,21 @@ def backward(
     bit: int,
     stop: set[Node],
     recording: bool = False,
+    everything: bool = False,
 ) -> BackwardPass:
     """Run the reverse sweep over ``tape.nodes[start:]`` from ``seeds``.
 
     With ``recording`` the sweep is recorded (it runs inside an enclosing
     gradient call, which differentiates it): pullbacks run on traced values
-    (:attr:`TracedType.handle`).
+    (:attr:`TracedType.handle`); with ``everything`` too, every pullback does
+    (a forward level encloses the sweep).
 
     Nodes in ``stop`` (the inputs being differentiated) keep their cotangent
     and are not propagated through. Nodes whose cotangent is a structural zero
     are not called; the zero is passed on so that an input reached only
     through overwritten values gets zeros rather than ``None``.
     """
-    bk = BackwardPass(tape, bit, recording)
+    bk = BackwardPass(tape, bit, recording, everything)
     for node, g in seeds:
         bk.accumulate(node, g)
     nodes = tape.nodes

@@ -80,6 +80,26 @@ class Region:
             raise AssertionError("Region.view_of needs a buffer in the region's layout")
         return self._within(buffer.ravel(order="K"))
 
+    def batched_view_of(self, buffer: np.ndarray) -> np.ndarray:
+        """The region in every slice of ``buffer``, of shape ``(k,) + base shape``.
+
+        ``buffer`` is laid out as :func:`batched_layout` says (each slice in the
+        base's layout, the slices one after the other): a forward level's
+        tangent of the base, whose view this is for the view's tangent.
+        """
+        if not has_layout(buffer, batched_layout(self.layout)):
+            raise AssertionError("Region.batched_view_of needs a buffer in the batched layout")
+        flat = buffer.ravel(order="K")
+        item = flat.itemsize
+        per_slice = (buffer.strides[0] if buffer.shape[0] > 1 else flat.size * item)
+        return np.ndarray(
+            (buffer.shape[0], *self.shape),
+            flat.dtype,
+            flat,
+            self.offset * item,
+            (per_slice, *(s * item for s in self.strides)),
+        )
+
     def _within(self, flat: np.ndarray) -> np.ndarray:
         """The region as a view of ``flat``, the base's elements in memory order."""
         item = flat.itemsize
@@ -237,6 +257,17 @@ def is_dense(a: np.ndarray) -> bool:
         return True
     perm = layout_of(a)
     return a.transpose(perm).flags.c_contiguous and min(a.strides, default=0) >= 0
+
+
+def batched_layout(layout: Layout) -> Layout:
+    """The layout of a batch ``(k,) + shape`` whose slices each have ``layout``, one after
+    the other (the batch axis slowest): a forward level's tangent of a base."""
+    return None if layout is None else (0, *(axis + 1 for axis in layout))
+
+
+def tangent_layout(base: np.ndarray) -> Layout:
+    """The batched layout of a tangent of ``base``: the one its views' Regions address."""
+    return batched_layout(layout_of(base) if is_dense(base) else None)
 
 
 def layout_buffer(shape: tuple[int, ...], dtype: np.dtype, layout: Layout) -> np.ndarray:

@@ -96,8 +96,21 @@ class Unchecked(Mode):
         return capture.region if capture.region is not None else capture.data
 
 
+class Forward(Mode):
+    """The policy of a forward level that no reverse level encloses (``jvp``, ``jacfwd``).
+
+    Forward mode saves nothing, so no write can overwrite what a derivative
+    needs: every write is allowed, and there is nothing to poison. Not a mode
+    a gradient call can choose.
+    """
+
+    name = "forward"
+    role = "nothing saved: every write allowed"
+
+
 POISON = Mode()
 STRICT = Strict()
+FORWARD = Forward()
 SNAPSHOT = Snapshot()
 UNCHECKED = Unchecked()
 

@@ -36,6 +36,7 @@ import numpy as np
 from mutagrad.core.engine import (
     IDENTITY,
     LEAF,
+    STATE,
     TRACED,
     Node,
     Tape,
@@ -227,6 +228,13 @@ def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
         return raw.copy()
     if isinstance(raw, list):
         return np.array(raw)
+    if isinstance(arg, TRACED.kind):
+        trace = STATE.get()
+        if trace is not None and trace.forward:
+            # A traced scalar under forward levels is kept as itself: its tangents (set
+            # once, when it is made: a scalar is never written) are what the forward
+            # levels differentiate the recorded sweep's pullbacks with.
+            return arg
     return raw
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule, call_rule
+from mutagrad.core.jvps import linear
 from mutagrad.core.memory import Region, has_layout, layout_buffer, owned_copy
 from mutagrad.core.tangents import BASIC, REGION, SparseCotangent, cotangent_dtype
 
@@ -112,18 +113,21 @@ GATHER = VjpRule(
     gather_raw,
     (lambda c, ans, g, region, kind, index: scatter(c, region, kind, index, g.shape, g.dtype),),
     ((),),
+    jvp=linear(),
 )
 SCATTER = VjpRule(
     "scatter",
     scatter_raw,
     (lambda g, ans, c, region, kind, index, shape, dtype: gather(g, region, kind, index),),
     ((),),
+    jvp=linear(),
 )
 ZERO_AT = VjpRule(
     "zero_at",
     zero_at_raw,
     (lambda c, ans, g, region, kind, index: zero_at(c, region, kind, index),),
     ((),),
+    jvp=linear(),
 )
 
 

@@ -25,7 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mutagrad.core.engine import ANS, CallRule, VjpRule
+from mutagrad.core.jvps import ELEMENTWISE
 
 __all__ = [
     "ANS",
@@ -55,11 +58,18 @@ def ufunc_rule(
     *vjps: Callable[..., Any] | None,
     reads: tuple[tuple[int | str, ...], ...],
     params: bool | None = None,
+    jvp: Any = None,
 ) -> VjpRule:
     """Register the rule of ``ufunc`` (or ``(ufunc, method)``) and return it.
 
     ``params`` says whether the vjps receive the call's keyword arguments.
+    ``jvp``: its forward rule. An elementwise ufunc's Jacobian is diagonal, so
+    by default it is the one derived from its vjps
+    (:data:`~mutagrad.core.jvps.ELEMENTWISE`); a reduction (``(np.add,
+    "reduce")``) or a gufunc (``np.matmul``) must give its own.
     """
+    if jvp is None and isinstance(ufunc, np.ufunc) and ufunc.signature is None:
+        jvp = ELEMENTWISE
     if isinstance(ufunc, tuple):
         base, method = ufunc
         fun, name = getattr(base, method), f"{base.__name__}.{method}"
@@ -70,7 +80,7 @@ def ufunc_rule(
     # by default (and so do gufuncs whose axis= moves their core dimension).
     if params is None:
         params = isinstance(ufunc, tuple)
-    rule = VjpRule(name, fun, vjps, reads, params=params)
+    rule = VjpRule(name, fun, vjps, reads, params=params, jvp=jvp)
     UFUNC_RULES[ufunc] = rule
     return rule
 

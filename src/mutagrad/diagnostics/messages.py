@@ -50,6 +50,37 @@ def missing_rule_message(name: str) -> str:
     )
 
 
+def missing_forward_rule_message(name: str, user_rule: str | None = None) -> str:
+    """A MissingRuleError's message: forward mode met an operation with a reverse rule only.
+
+    ``user_rule``: "defvjp" or "rrule" where the rule is the user's.
+    """
+    if user_rule == "defvjp":
+        fix = (
+            f"  - give it one beside its vjps:  mutagrad.defjvp({name}, jvp_0, ...), "
+            "jvp_i(t, ans, *args) being the output's tangent due to argument i's tangent t;\n"
+        )
+    elif user_rule == "rrule":
+        fix = (
+            "  - a pullback gives cotangents and forward mode needs tangents: register the "
+            f"rule with mutagrad.defvjp({name}, ...) and mutagrad.defjvp({name}, ...) instead "
+            "of rrule;\n"
+        )
+    else:
+        fix = (
+            "  - wrap the call in a function marked @mutagrad.primitive and register its "
+            "rules with mutagrad.defvjp and mutagrad.defjvp;\n"
+        )
+    return (
+        f"forward mode (jvp, jacfwd, linearize, hvp, hessian) has no forward rule for {name}, "
+        f"which was called on a value with a tangent at\n    {describe_site(user_site())}\n"
+        "Fixes:\n" + fix + "  - or differentiate this function in reverse mode (grad, jacrev, "
+        "hessian_reverse);\n"
+        "  - or, if no derivative should flow through it, pass "
+        "mutagrad.ignore_derivatives(x)."
+    )
+
+
 def conversion_message(operation: str) -> str:
     """A TracerConversionError's message: the user's construct that converted, and its fix."""
     return describe_conversion(user_site(), operation)

@@ -60,6 +60,7 @@ _INTERNAL_PREFIXES = (
     os.path.join(_PACKAGE_DIR, "hook.py"),
     os.path.join(_PACKAGE_DIR, "reachable.py"),
     os.path.join(_PACKAGE_DIR, "porting.py"),
+    os.path.join(_PACKAGE_DIR, "forward.py"),
     os.path.join(_PACKAGE_DIR, "scipy") + os.sep,
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
     *_library_dirs("scipy"),

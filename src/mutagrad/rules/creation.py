@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from mutagrad.core.jvps import linear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.diagnostics.messages import conversion_message
 from mutagrad.errors import TracerConversionError
@@ -37,6 +38,7 @@ FULL = VjpRule(
     lambda fill_value, shape, dtype=None, order="C": np.full(shape, fill_value, dtype, order),
     (lambda g, ans, fill_value, shape, **kw: g,),
     ((),),
+    jvp=linear(),
 )
 
 

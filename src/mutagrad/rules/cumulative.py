@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from mutagrad.core.jvps import hand
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.mutation import assign_out
@@ -42,14 +43,44 @@ def _cumprod_vjp(g, ans, x, axis=None, dtype=None):
     return np.moveaxis(before * after, -1, axis)
 
 
+@hand
+def _cumsum_jvp(tangents, ans, args, kwargs):
+    """cumsum is linear: the cumulative sum of the tangent along the same axis."""
+    t = tangents[0]
+    axis = (kwargs or {}).get("axis")
+    if axis is None:
+        return np.cumsum(np.reshape(t, (t.shape[0], -1)), axis=1)
+    return np.cumsum(t, axis=normalize_axis_index(axis, np.ndim(args[0])) + 1)
+
+
+@hand
+def _cumprod_jvp(tangents, ans, args, kwargs):
+    """y_j = y_{j-1} x_j, so dy_j = dy_{j-1} x_j + y_{j-1} dx_j, along the axis (exact
+    with zeros, as the vjp's recurrence is)."""
+    t, x = tangents[0], args[0]
+    axis = (kwargs or {}).get("axis")
+    if axis is None:
+        t, x, ans, axis = np.reshape(t, (t.shape[0], -1)), np.ravel(x), np.ravel(ans), 0
+    axis = normalize_axis_index(axis, np.ndim(x))
+    xs, ys, ts = np.moveaxis(x, axis, -1), np.moveaxis(ans, axis, -1), np.moveaxis(t, axis + 1, -1)
+    if xs.shape[-1] == 0:
+        return np.moveaxis(ts, -1, axis + 1)
+    steps = [ts[..., 0]]
+    for j in range(1, xs.shape[-1]):
+        steps.append(steps[-1] * xs[..., j] + ys[..., j - 1] * ts[..., j])
+    return np.moveaxis(np.stack(steps, axis=-1), -1, axis + 1)
+
+
 CUMSUM = VjpRule(
-    "cumsum", lambda x, axis=None, dtype=None: np.cumsum(x, axis, dtype), (_cumsum_vjp,), ((),)
-)
+    "cumsum", lambda x, axis=None, dtype=None: np.cumsum(x, axis, dtype), (_cumsum_vjp,), ((),),
+    jvp=_cumsum_jvp,
+)  # fmt: skip
 CUMPROD = VjpRule(
     "cumprod",
     lambda x, axis=None, dtype=None: np.cumprod(x, axis, dtype),
     (_cumprod_vjp,),
     ((0, ANS),),
+    jvp=_cumprod_jvp,
 )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.jvps import hand
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import unbroadcast
 from mutagrad.errors import NotDifferentiableError
@@ -141,11 +142,30 @@ def _operand_vjp(k: int):
     return vjp
 
 
+@hand
+def _einsum_jvp(tangents, ans, operands, kwargs):
+    """An einsum is multilinear: for each operand with a tangent, the same einsum with the
+    operand replaced by its tangent, whose batch axis is one more label kept in the output."""
+    labels, output = kwargs["labels"], kwargs["output"]
+    used = set("".join(labels) + output)
+    batch = next(c for c in LETTERS if c not in used)
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        terms = [batch + term if j == i else term for j, term in enumerate(labels)]
+        arrays = [t if j == i else x for j, x in enumerate(operands)]
+        part = np.einsum(",".join(terms) + "->" + batch + output, *arrays, optimize=True)
+        total = part if total is None else total + part
+    return total
+
+
 @cache
 def einsum_rule(n: int) -> VjpRule:
     """The rule of an einsum of ``n`` operands: the vjp of each reads the others."""
     reads = tuple(tuple(j for j in range(n) if j != k) for k in range(n))
-    return VjpRule("einsum", None, tuple(_operand_vjp(k) for k in range(n)), reads)
+    return VjpRule("einsum", None, tuple(_operand_vjp(k) for k in range(n)), reads,
+                   jvp=_einsum_jvp)  # fmt: skip
 
 
 @implements(np.einsum)

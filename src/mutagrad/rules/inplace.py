@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mutagrad.core.jvps import hand
 from mutagrad.core.regions import FANCY_INDEX, gather
 from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, VjpRule, implements
 from mutagrad.diagnostics.messages import conversion_message
@@ -153,6 +154,26 @@ def take_along_axis(arr, indices, axis=-1):
 
 # -- ufunc.at -------------------------------------------------------------------------
 
+def _at_jvp(ufunc: np.ufunc):
+    """``ufunc.at(a, index, b)`` for add and subtract: a's tangent with b's added (or
+    subtracted) at the same index, repeats accumulating as the values did."""
+
+    @hand
+    def jvp(tangents, ans, args, kwargs):
+        ta, tb = tangents
+        index = kwargs["index"]
+        if ta is not None:
+            out = np.copy(ta)
+        else:
+            out = np.zeros_like(tb, shape=(tb.shape[0], *np.shape(args[0])))
+        if tb is not None:
+            for direction in range(out.shape[0]):
+                ufunc.at(out[direction], index, tb[direction])
+        return out
+
+    return jvp
+
+
 _AT_RULES: dict[np.ufunc, VjpRule] = {
     np.add: VjpRule(
         "add.at",
@@ -162,6 +183,7 @@ _AT_RULES: dict[np.ufunc, VjpRule] = {
             lambda g, ans, a, b, index: gather(g, None, FANCY_INDEX, index),
         ),
         ((), ()),
+        jvp=_at_jvp(np.add),
     ),
     np.subtract: VjpRule(
         "subtract.at",
@@ -171,6 +193,7 @@ _AT_RULES: dict[np.ufunc, VjpRule] = {
             lambda g, ans, a, b, index: -gather(g, None, FANCY_INDEX, index),
         ),
         ((), ()),
+        jvp=_at_jvp(np.subtract),
     ),
 }
 

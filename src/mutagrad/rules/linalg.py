@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from mutagrad.core.jvps import Derivation, hand, lift, multilinear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
@@ -51,7 +52,35 @@ def _matmul_vjp_b(g, ans, a, b):
     return np.matmul(a.swapaxes(-1, -2), g)
 
 
-ufunc_rule(np.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=((1,), (0,)))
+def _matmul_jvp_batched(tangents, ans, args, kwargs):
+    """ta @ b + a @ tb, the batch axis broadcast as a stack axis (matrices only: a vector
+    operand is done one direction at a time)."""
+    (ta, tb), (a, b) = tangents, args
+    if kwargs or np.ndim(a) < 2 or np.ndim(b) < 2:
+        return None
+    rank = np.ndim(ans)
+    total = None if ta is None else np.matmul(lift(ta, rank), b)
+    if tb is not None:
+        part = np.matmul(a, lift(tb, rank))
+        total = part if total is None else total + part
+    return total
+
+
+class _Matmul(Derivation):
+    """matmul's jvp: batched for matrices, one direction at a time otherwise."""
+
+    def bind(self, applied, vjps):
+        per_direction = multilinear().bind(applied, vjps)
+
+        def matmul_jvp(tangents, ans, args, kwargs):
+            t = _matmul_jvp_batched(tangents, ans, args, kwargs)
+            return per_direction(tangents, ans, args, kwargs) if t is None else t
+
+        matmul_jvp.kind = "multilinear"
+        return matmul_jvp
+
+
+ufunc_rule(np.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=((1,), (0,)), jvp=_Matmul())
 
 
 # -- the vector gufuncs: vecdot, matvec, vecmat (real: their conjugations do nothing) ------
@@ -80,6 +109,7 @@ ufunc_rule(
     lambda g, ans, x1, x2, **params: _vecdot_vjp(g, ans, x2, x1, **params),
     reads=((1,), (0,)),
     params=True,
+    jvp=multilinear(),
 )
 
 
@@ -93,13 +123,15 @@ def _matvec_vjp_vector(g, ans, a, v, axes=None, **_):
     return np.matmul(np.expand_dims(g, -2), a)[..., 0, :]
 
 
-ufunc_rule(np.matvec, _matvec_vjp_matrix, _matvec_vjp_vector, reads=((1,), (0,)), params=True)
+ufunc_rule(np.matvec, _matvec_vjp_matrix, _matvec_vjp_vector, reads=((1,), (0,)), params=True,
+           jvp=multilinear())  # fmt: skip
 ufunc_rule(
     np.vecmat,
     lambda g, ans, v, a, **params: _matvec_vjp_vector(g, ans, np.swapaxes(a, -1, -2), v, **params),
     lambda g, ans, v, a, **params: np.swapaxes(_matvec_vjp_matrix(g, ans, a, v, **params), -1, -2),
     reads=((1,), (0,)),
     params=True,
+    jvp=multilinear(),
 )
 
 
@@ -143,6 +175,7 @@ TENSORDOT = VjpRule(
         ),
     ),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 
@@ -171,7 +204,7 @@ def _dot_vjp_b(g, ans, a, b):
     return _tensordot_vjp_b(g, a, b, *_dot_axes(a, b))
 
 
-DOT = VjpRule("dot", np.dot, (_dot_vjp_a, _dot_vjp_b), ((1,), (0,)))
+DOT = VjpRule("dot", np.dot, (_dot_vjp_a, _dot_vjp_b), ((1,), (0,)), jvp=multilinear())
 
 
 @implements(np.dot)
@@ -199,6 +232,7 @@ INNER = VjpRule(
         ),
     ),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 
@@ -216,6 +250,7 @@ VDOT = VjpRule(
         lambda g, ans, a, b: np.reshape(g * np.ravel(a), np.shape(b)),
     ),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 
@@ -232,6 +267,7 @@ OUTER = VjpRule(
         lambda g, ans, a, b: np.reshape(np.matmul(np.ravel(a), g), b.shape),
     ),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 
@@ -327,11 +363,27 @@ def _solve_vjp_a(g, ans, a, b):
     return -np.matmul(gb, _mT(ans))
 
 
+@hand
+def _solve_jvp(tangents, ans, args, kwargs):
+    """x = a^-1 b, so dx = a^-1 (db - da x): one more solve with the same matrix, every
+    direction a stack entry (a vector b as a column, as numpy reads it)."""
+    (ta, tb), (a, b) = tangents, args
+    vector = np.ndim(b) == 1
+    x = np.expand_dims(ans, -1) if vector else ans
+    rhs = None if tb is None else (np.expand_dims(tb, -1) if vector else tb)
+    if ta is not None:
+        moved = np.matmul(lift(ta, np.ndim(x)), x)
+        rhs = -moved if rhs is None else lift(rhs, np.ndim(moved) - 1) - moved
+    dx = np.linalg.solve(a, lift(rhs, max(np.ndim(a), np.ndim(rhs) - 1)))
+    return dx[..., 0] if vector else dx
+
+
 SOLVE = VjpRule(
     "linalg.solve",
     np.linalg.solve,
     (_solve_vjp_a, lambda g, ans, a, b: _solve_transposed(a, g, b.ndim == 1)),
     ((0, ANS), (0,)),
+    jvp=_solve_jvp,
 )
 
 
@@ -346,12 +398,18 @@ INV = VjpRule(
     # d(a^-1) = -a^-1 da a^-1, so the cotangent of a is -a^-T g a^-T.
     (lambda g, ans, a: -np.matmul(_mT(ans), np.matmul(g, _mT(ans))),),
     ((ANS,),),
+    jvp=hand(lambda tangents, ans, args, kwargs: -np.matmul(ans, np.matmul(tangents[0], ans))),
 )
 
 
 @implements(np.linalg.inv)
 def inv(a):
     return apply(INV, (a,))
+
+
+def _matrix_axes(ndim, kwargs):
+    """The axes det and slogdet reduce (for their forward rules)."""
+    return (ndim - 2, ndim - 1), False
 
 
 def _as_matrix_factor(g):
@@ -364,6 +422,9 @@ DET = VjpRule(
     # Jacobi's formula: d det(a) = det(a) tr(a^-1 da).
     (lambda g, ans, a: _as_matrix_factor(g * ans) * _mT(np.linalg.inv(a)),),
     ((0, ANS),),
+    jvp=through_gradient(
+        lambda g, ans, a: _as_matrix_factor(g * ans) * _mT(np.linalg.inv(a)), _matrix_axes
+    ),
 )
 
 
@@ -378,6 +439,9 @@ LOGABSDET = VjpRule(
     # d log|det(a)| = tr(a^-1 da).
     (lambda g, ans, a: _as_matrix_factor(g) * _mT(np.linalg.inv(a)),),
     ((0,),),
+    jvp=through_gradient(
+        lambda g, ans, a: _as_matrix_factor(g) * _mT(np.linalg.inv(a)), _matrix_axes
+    ),
 )
 
 SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
@@ -461,7 +525,14 @@ def _singular_value_vjp(g, x, ord, axes):
     return np.moveaxis(np.moveaxis(g, axes, (-2, -1)) * direction, (-2, -1), axes)
 
 
-NORM = VjpRule("linalg.norm", np.linalg.norm, (_norm_vjp,), ((0, ANS),))
+def _norm_axes(ndim, kwargs):
+    return _norm_kind(ndim, kwargs.get("ord"), kwargs.get("axis"))[1], kwargs.get("keepdims", False)
+
+
+NORM = VjpRule(
+    "linalg.norm", np.linalg.norm, (_norm_vjp,), ((0, ANS),),
+    jvp=through_gradient(_norm_vjp, _norm_axes),
+)  # fmt: skip
 
 
 @implements(np.linalg.norm)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import call_rule
+from mutagrad.core.jvps import linear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.errors import NotDifferentiableError
@@ -58,17 +59,24 @@ def _gather_flat_raw(x, index):
     return np.ravel(x)[index]
 
 
+def _gathered(t: Any, index: np.ndarray) -> Any:
+    """Each direction's tangent gathered at flat positions ``index``, the batch axis first."""
+    return np.reshape(t, (t.shape[0], -1))[:, index]
+
+
 SCATTER_FLAT = VjpRule(
     "scatter_flat",
     _scatter_flat_raw,
     (lambda c, ans, g, index, shape, dtype: gather_flat(c, index),),
     ((),),
+    jvp=linear(),
 )
 GATHER_FLAT = VjpRule(
     "gather_flat",
     _gather_flat_raw,
     (lambda g, ans, x, index: scatter_flat(g, index, x.shape, x.dtype),),
     ((),),
+    jvp=linear(lambda tangents, ans, args, kwargs: _gathered(tangents[0], kwargs["index"])),
 )
 
 
@@ -98,6 +106,7 @@ def _rearrangement_rule(name: str) -> VjpRule:
         _gather_flat_raw,
         (lambda g, ans, x, index: scatter_flat(g, index, x.shape, x.dtype),),
         ((),),
+        jvp=GATHER_FLAT.jvp,
     )
 
 
@@ -188,7 +197,7 @@ def _insert_vjp_arr(g, ans, arr, values, index):
     return scatter_flat(g[kept], index[kept], arr.shape, arr.dtype)
 
 
-INSERT = VjpRule("insert", None, (_insert_vjp_arr, _insert_vjp_values), ((), ()))
+INSERT = VjpRule("insert", None, (_insert_vjp_arr, _insert_vjp_values), ((), ()))  # no jvp yet
 
 
 @implements(np.insert)
@@ -384,7 +393,7 @@ def _pad_values_vjp(g, ans, x, values, matrices, value_maps):
     return _reduce_pairs(pairs, np.shape(values))
 
 
-PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()))
+PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()))  # no jvp yet
 
 
 def _value_maps(shape, widths, mode, key, kwargs):

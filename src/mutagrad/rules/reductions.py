@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from mutagrad.core.jvps import batch_axis, hand, linear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.traced.dispatch import apply, call_without_derivative
 from mutagrad.traced.mutation import assign_out
@@ -113,11 +114,46 @@ def _call(function):
     return fun
 
 
-SUM = VjpRule("sum", _call(np.sum), (_sum_vjp,), ((),))
-MEAN = VjpRule("mean", _call(np.mean), (_mean_vjp,), ((),))
-PROD = VjpRule("prod", _call(np.prod), (_prod_vjp,), ((0, ANS),))
-MAX = VjpRule("max", _call(np.max), (_extremum_vjp,), ((0, ANS),))
-MIN = VjpRule("min", _call(np.min), (_extremum_vjp,), ((0, ANS),))
+def _reduced(default_axis):
+    """The reduced axes of a reduction's argument (for its forward rule)."""
+
+    def axes_of(ndim, kwargs):
+        return reduced_axes(kwargs.get("axis", default_axis), ndim), kwargs.get("keepdims", False)
+
+    return axes_of
+
+
+def _gradient_jvp(vjp, default_axis=None):
+    return through_gradient(vjp, _reduced(default_axis))
+
+
+def _linear_reduction_jvp(function, vjp):
+    """sum and mean are linear: the reduction of the tangent along the same axes, the batch
+    axis kept (``initial=`` is a constant and ``where=`` is given to the vjp's route)."""
+    by_gradient = _gradient_jvp(vjp)
+
+    @hand
+    def jvp(tangents, ans, args, kwargs):
+        kw = kwargs or {}
+        if set(kw) - {"axis", "keepdims"}:
+            return by_gradient(tangents, ans, args, kwargs)
+        axis = batch_axis(kw.get("axis"), np.ndim(args[0]))
+        return function(tangents[0], axis=axis, keepdims=kw.get("keepdims", False))
+
+    return jvp
+
+
+SUM = VjpRule("sum", _call(np.sum), (_sum_vjp,), ((),), jvp=_linear_reduction_jvp(np.sum, _sum_vjp))
+MEAN = VjpRule(
+    "mean", _call(np.mean), (_mean_vjp,), ((),), jvp=_linear_reduction_jvp(np.mean, _mean_vjp)
+)
+PROD = VjpRule("prod", _call(np.prod), (_prod_vjp,), ((0, ANS),), jvp=_gradient_jvp(_prod_vjp))
+MAX = VjpRule(
+    "max", _call(np.max), (_extremum_vjp,), ((0, ANS),), jvp=_gradient_jvp(_extremum_vjp)
+)
+MIN = VjpRule(
+    "min", _call(np.min), (_extremum_vjp,), ((0, ANS),), jvp=_gradient_jvp(_extremum_vjp)
+)
 
 
 def _options(**kwargs):
@@ -293,6 +329,7 @@ BINCOUNT = VjpRule(
     # Each weight went into the bin its index names: its cotangent is that bin's.
     (lambda g, ans, weights, index=None, minlength=0: g[index],),
     ((),),
+    jvp=linear(),
 )
 
 

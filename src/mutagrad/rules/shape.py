@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from mutagrad.core.jvps import linear, passed_on
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
@@ -43,11 +44,13 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
     """
     copy_rule = None
     if copy_vjp is not None:
-        copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),))
+        copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),), jvp=linear())
     # A scalar (a WrappedScalar, or a 0-d array that np.flip turns into a
     # numpy scalar) has no memory to view: numpy copies its one value into
     # every element of the result, so its cotangent is the sum of g.
-    scalar_rule = VjpRule(name, numpy_function, (lambda g, ans, x, *a, **k: np.sum(g),), ((),))
+    scalar_rule = VjpRule(
+        name, numpy_function, (lambda g, ans, x, *a, **k: np.sum(g),), ((),), jvp=linear()
+    )
 
     def adapter(a: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(a, WrappedValue):
@@ -190,7 +193,7 @@ def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     return v
 
 
-COPY = VjpRule("copy", np.copy, (lambda g, ans, x, **kw: g,), ((),))
+COPY = VjpRule("copy", np.copy, (lambda g, ans, x, **kw: g,), ((),), jvp=passed_on)
 
 
 @implements(np.copy)
@@ -203,6 +206,7 @@ ASTYPE = VjpRule(
     lambda x, dtype, **kw: x.astype(dtype, **kw),
     (lambda g, ans, x, dtype, **kw: g,),
     ((),),
+    jvp=passed_on,
 )
 
 
@@ -228,6 +232,33 @@ def _split_along(g, shapes, axis, i):
     return g[index]
 
 
+def _zero_filled(tangents, arrays):
+    """The tangents of joined arrays, zeros (as wide as the others) where one has none."""
+    k = next(t for t in tangents if t is not None).shape[0]
+    return [
+        t if t is not None else np.zeros((k, *np.shape(a)), np.result_type(a))
+        for t, a in zip(tangents, arrays)
+    ]
+
+
+def _concatenate_jvp(tangents, ans, arrays, kwargs):
+    """The tangents joined along the same axis (after the batch axis)."""
+    parts = _zero_filled(tangents, arrays)
+    axis = kwargs.get("axis", 0)
+    if axis is None:
+        parts, axis = [np.reshape(t, (t.shape[0], -1)) for t in parts], 0
+    axis = axis % max(np.ndim(arrays[0]), 1)
+    kw = {k: v for k, v in kwargs.items() if k == "casting"}
+    return np.concatenate(parts, axis=axis + 1, **kw)
+
+
+def _stack_jvp(tangents, ans, arrays, kwargs):
+    """The tangents stacked along the same new axis (after the batch axis)."""
+    parts = _zero_filled(tangents, arrays)
+    axis = kwargs.get("axis", 0) % (np.ndim(arrays[0]) + 1)
+    return np.stack(parts, axis=axis + 1)
+
+
 @cache
 def _concatenate_rule(n: int) -> VjpRule:
     def forward(*arrays, axis=0, **kwargs):
@@ -236,7 +267,8 @@ def _concatenate_rule(n: int) -> VjpRule:
     def vjp_for(i):
         return lambda g, ans, *xs, axis=0, **kw: _split_along(g, [x.shape for x in xs], axis, i)
 
-    return VjpRule("concatenate", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n)
+    return VjpRule("concatenate", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n,
+                   jvp=linear(_concatenate_jvp))  # fmt: skip
 
 
 def _as_arrays(arrays):
@@ -287,7 +319,8 @@ def _stack_rule(n: int) -> VjpRule:
 
         return vjp
 
-    return VjpRule("stack", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n)
+    return VjpRule("stack", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n,
+                   jvp=linear(_stack_jvp))  # fmt: skip
 
 
 @implements(np.stack)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mutagrad.core.jvps import multilinear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import gather_flat, scatter_flat
@@ -58,6 +59,7 @@ CORRELATE = VjpRule(
     lambda a, v, mode="valid": np.correlate(a, v, mode),
     (_correlate_vjp_a, _correlate_vjp_v),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mutagrad.core.jvps import hand
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import index_map, scatter_flat
@@ -37,8 +38,29 @@ def _order_statistic_vjp(g, ans, x, lower, upper, weight):
     )
 
 
+def _picked(t, positions):
+    """Each direction's tangent at flat positions ``positions`` (shaped like the output)."""
+    return np.reshape(t, (t.shape[0], -1))[:, positions]
+
+
+@hand
+def _order_statistic_jvp(tangents, ans, args, kwargs):
+    """The same mix of the same two sorted neighbours, of the tangent."""
+    t, w = tangents[0], kwargs["weight"]
+    return _picked(t, kwargs["lower"]) * (1 - w) + _picked(t, kwargs["upper"]) * w
+
+
+@hand
+def _nan_order_statistic_jvp(tangents, ans, args, kwargs):
+    t = tangents[0]
+    mixed = (_picked(t, kwargs["lower"]) * kwargs["lower_weight"]
+             + _picked(t, kwargs["upper"]) * kwargs["upper_weight"])  # fmt: skip
+    all_nan = kwargs["all_nan"]
+    return mixed if all_nan is None else np.where(all_nan, 0.0, mixed)
+
+
 _RULES = {
-    name: VjpRule(name, None, (_order_statistic_vjp,), ((),))
+    name: VjpRule(name, None, (_order_statistic_vjp,), ((),), jvp=_order_statistic_jvp)
     for name in ("median", "percentile", "quantile")
 }
 
@@ -98,7 +120,7 @@ def _nan_order_statistic_vjp(g, ans, x, lower, upper, lower_weight, upper_weight
 
 
 _NAN_RULES = {
-    name: VjpRule(name, None, (_nan_order_statistic_vjp,), ((),))
+    name: VjpRule(name, None, (_nan_order_statistic_vjp,), ((),), jvp=_nan_order_statistic_jvp)
     for name in ("nanmedian", "nanpercentile", "nanquantile")
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mutagrad.core.jvps import ELEMENTWISE
 from mutagrad.core.registry import ANS, UFUNC_RULES, CallRule, VjpRule, implements, ufunc_rule
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import WrappedValue, unwrap, wrap_constant
@@ -221,6 +222,7 @@ WHERE = VjpRule(
         lambda g, ans, condition, x, y: np.where(condition, 0.0, g),
     ),
     ((), (0,), (0,)),
+    jvp=ELEMENTWISE,  # (it broadcasts like a ufunc: its Jacobian is diagonal)
 )
 
 
@@ -319,6 +321,7 @@ CLIP = VjpRule(
     ),
     ((ANS, 1, 2), (ANS, 1, 2), (ANS, 1, 2)),
     params=False,
+    jvp=ELEMENTWISE,
 )
 
 
@@ -360,14 +363,22 @@ def _register_outputs(ufunc, *rules):
     UFUNC_RULES[ufunc] = MultipleOutputs(ufunc, rules)
 
 
-_register_outputs(np.modf, VjpRule("modf", np.modf, (lambda g, ans, x: g,), ((),)), None)
+_register_outputs(
+    np.modf, VjpRule("modf", np.modf, (lambda g, ans, x: g,), ((),), jvp=ELEMENTWISE), None
+)
 _register_outputs(
     np.divmod,
     None,
-    VjpRule("divmod", np.divmod, REMAINDER.vjps, REMAINDER.reads),
+    VjpRule("divmod", np.divmod, REMAINDER.vjps, REMAINDER.reads, jvp=ELEMENTWISE),
 )
 _register_outputs(
     np.frexp,
-    VjpRule("frexp", np.frexp, (lambda g, ans, x: np.ldexp(g, -np.frexp(x)[1]),), ((0,),)),
+    VjpRule(
+        "frexp",
+        np.frexp,
+        (lambda g, ans, x: np.ldexp(g, -np.frexp(x)[1]),),
+        ((0,),),
+        jvp=ELEMENTWISE,
+    ),
     None,
 )

@@ -29,6 +29,7 @@ import numpy as np
 from mutagrad.core.engine import register_traced_type
 from mutagrad.core.regions import traced_densify
 from mutagrad.traced import dispatch, flat, indexing, methods, mutation
+from mutagrad.traced.tangents import region_tangents
 from mutagrad.traced.value import (
     WrappedArray,
     WrappedScalar,
@@ -60,7 +61,7 @@ WrappedArray.partition = methods.partition  # type: ignore[method-assign]
 WrappedArray.setfield = methods.setfield  # type: ignore[method-assign]
 WrappedArray.flat = property(flat.flat_iterator, flat.set_flat)  # type: ignore[assignment]
 
-register_traced_type(WrappedValue, dispatch.apply, traced_handle, traced_densify)
+register_traced_type(WrappedValue, dispatch.apply, traced_handle, traced_densify, region_tangents)
 
 
 # -- making traced values ---------------------------------------------------------

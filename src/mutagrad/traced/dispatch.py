@@ -63,6 +63,7 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import mutation
+from mutagrad.traced.forward import forward_result
 from mutagrad.traced.value import (
     WrappedArray,
     WrappedScalar,
@@ -73,6 +74,7 @@ from mutagrad.traced.value import (
     holds_wrapped,
     is_active,
     operand,
+    tangents_among,
     truncates,
     unwrap,
     wrap,
@@ -104,7 +106,9 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     else:
         rb, nb = operand(b, tape)
     result = pyop(ra, rb)
-    if na is None and nb is None:
+    if na is None and nb is None and not (
+        trace is not None and trace.forward and tangents_among((a, b), trace.forward)
+    ):
         return wrap_constant(result, (a, b), (ra, rb))
     if truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
@@ -117,13 +121,18 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
             return binary(ufunc, pyop, a, b)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    assert trace is not None
+    if na is None and nb is None:  # forward levels only: nothing to record
+        return forward_result(rule, (a, b), (ra, rb), wrap(result), None, trace)
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
     # (An operand has a node on the trace's tape: trace is not None.)
-    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,  # type: ignore[arg-type]
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
                              user_site_from(_getframe(2)))  # fmt: skip
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode)  # type: ignore[union-attr]
+        save_output(node, out, trace.mode)
+    if trace.forward:
+        forward_result(rule, (a, b), (ra, rb), out, None, trace)
     return out
 
 
@@ -132,7 +141,9 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     trace = STATE.get()
     ra, na = operand(a, trace.tape if trace is not None else None)
     result = pyop(ra)
-    if na is None:
+    if na is None and not (
+        trace is not None and trace.forward and tangents_among((a,), trace.forward)
+    ):
         return wrap_constant(result, (a,), (ra,))
     if truncates(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
@@ -145,12 +156,17 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         if rule_found_on_miss(ufunc):  # as in binary
             return unary(ufunc, pyop, a)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
+    assert trace is not None
+    if na is None:  # forward levels only: nothing to record
+        return forward_result(rule, (a,), (ra,), wrap(result), None, trace)
     site = user_site_from(_getframe(2))  # as in binary
     # (a has a node on the trace's tape: trace is not None)
-    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)  # type: ignore[arg-type]
+    node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
     out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
     if need_ans:
-        save_output(node, out, trace.mode)  # type: ignore[union-attr]
+        save_output(node, out, trace.mode)
+    if trace.forward:
+        forward_result(rule, (a,), (ra,), out, None, trace)
     return out
 
 
@@ -335,13 +351,20 @@ def apply(
             with refusing_writes_by(rule.name):
                 result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))  # type: ignore[misc]
             result = unaliased(result, raw)
-    if not active or truncates(result, raw, nodes):
+    if (
+        not active
+        and not (trace is not None and trace.forward and tangents_among(args, trace.forward))
+    ) or truncates(result, raw, nodes):
         return wrap_constant(result, args, raw)
     assert trace is not None
+    if not active:  # forward levels only: nothing to record
+        return forward_result(rule, args, raw, wrap(result), kwargs, trace)
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace, user_site())
     out = wrap(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
+    if trace.forward:
+        forward_result(rule, args, raw, out, kwargs, trace)
     return out
 
 

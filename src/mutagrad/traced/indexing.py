@@ -22,10 +22,12 @@ from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.tangents import BASIC, FANCY
 from mutagrad.diagnostics.sites import user_site_from
+from mutagrad.traced.forward import forward_element
 from mutagrad.traced.value import (
     WrappedArray,
     WrappedValue,
     check_thread,
+    has_tangent,
     make_view,
     node_of,
     wrap,
@@ -119,6 +121,8 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         return wrap(result)
     n = node_of(w, trace.tape)
     if n is None:
+        if trace.forward and has_tangent(w, trace.forward):
+            return forward_element(w, key, wrap(result), trace)
         return wrap(result)
     tape = trace.tape
     # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually.
@@ -126,4 +130,6 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     node = Node(GETITEM, (n,), tape, n.tag, result, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)  # push, spelled out on this hot path
+    if trace.forward:
+        return forward_element(w, key, wrap(result, node), trace)
     return wrap(result, node)

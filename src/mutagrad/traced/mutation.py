@@ -51,6 +51,7 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import indexing
+from mutagrad.traced.forward import forward_into, forward_write, inputs_kept
 from mutagrad.traced.value import (
     BORROWED,
     BUFFER,
@@ -70,6 +71,7 @@ from mutagrad.traced.value import (
     operand,
     runs_elsewhere,
     stack_sequence,
+    tangents_among,
     truncates,
     unwrap,
 )
@@ -443,11 +445,8 @@ def commit(
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
         return
-    if value_node is not None and base._flags & EXPORTED:
-        _refuse_exported(site)
-    if value_node is not None and base._raw.dtype.kind == "c":
-        refuse_complex(base._raw.dtype, "a write of a differentiated value into a complex array",
-                       site if site is not None else user_site())  # fmt: skip
+    if value_node is not None:
+        _refuse_into_exported_or_complex(base, site)
     tape = trace.tape
     if (
         old_node is None
@@ -474,6 +473,16 @@ def commit(
         }
         base._node = push(node, (), kwargs)
     tape.touch(base)
+
+
+def _refuse_into_exported_or_complex(base: WrappedArray, site: Site | None) -> None:
+    """A differentiated value written into ``base``: refused where the derivative would be
+    lost (memory numpy handed out as a plain array, a complex array)."""
+    if base._flags & EXPORTED:
+        _refuse_exported(site)
+    if base._raw.dtype.kind == "c":
+        refuse_complex(base._raw.dtype, "a write of a differentiated value into a complex array",
+                       site if site is not None else user_site())  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -505,14 +514,16 @@ def _write_record(
     The record holds the user's site, which costs a walk up the stack; a
     write that records a node finds the site itself (:func:`commit`).
     """
-    journal = trace.tape.journal if trace is not None else None
+    tape = trace.tape if trace is not None else None
+    journal = tape.journal if tape is not None else None
     if not base._captures and journal is None:
         return None
     record = WriteRecord(
         base, operation, site if site is not None else user_site(), base._version + 1, key, place
     )
-    if journal is not None and trace is not None:  # (a journal is a trace's: mypy's narrowing)
-        journal.append((len(trace.tape.nodes), record))
+    if journal is not None:
+        assert tape is not None
+        journal.append((len(tape.nodes), record))
     return record
 
 
@@ -588,15 +599,24 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     if basic and mask is None and _is_self_assignment(w, key, value):
         return  # y[i] = y[i] (as in `y[:, j] /= s`): numpy copies nothing onto itself
     data = w._raw
-    if value_node is not None and data.dtype.kind in "biu":
+    # (a value with a tangent is differentiated as a value with a node is)
+    tangent = trace is not None and bool(trace.forward) and tangents_among((value,), trace.forward)
+    differentiated = value_node is not None or tangent
+    if differentiated and data.dtype.kind in "biu":
         _refuse_truncation(data, raw_value, operation)
-    kind, place, index_out, winners, element = _landing(w, data, key, basic, mask, value_node)
+    kind, place, index_out, winners, element = _landing(w, data, key, basic, mask,
+                                                        differentiated)  # fmt: skip
     write = _poison(base, data, key, kind, place, mask, index_out, operation, trace)
     _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
     base._version += 1
     if trace is not None:
         site = write.site if write is not None else None  # None: commit finds it if it needs it
         commit(base, place, value_node, trace, kind, index_out, winners, site, element)
+        if trace.forward:
+            if tangent:
+                _refuse_into_exported_or_complex(base, site)
+            forward_write(w, base, key, index_out if mask is not None else None, winners,
+                          value, trace)  # fmt: skip
 
 
 def _checked_value(
@@ -634,14 +654,15 @@ def _refuse_truncation(data: np.ndarray, raw_value: Any, operation: str) -> None
 
 
 def _landing(
-    w: WrappedArray, data: np.ndarray, key: Any, basic: bool, mask: Any, value_node: Node | None
+    w: WrappedArray, data: np.ndarray, key: Any, basic: bool, mask: Any, differentiated: bool
 ) -> tuple[int, np.ndarray, Any, Any, Any]:
     """Where the values land: ``(kind of index, the place written, the index, the winners of
-    repeated fancy indices, the element index of a one-element write into the base)``."""
+    repeated fancy indices (for a value that carries a derivative), the element index of a
+    one-element write into the base)``."""
     if mask is not None:
         return MASK_INDEX, data, np.array(mask, dtype=bool), None, None
     if not basic:
-        winners = _winners(data, key) if value_node is not None else None
+        winners = _winners(data, key) if differentiated else None
         return FANCY_INDEX, data, key, winners, None
     place = data[key]
     element = None
@@ -861,6 +882,11 @@ def write_in_place(
     write = _write_record(base, operation, Ellipsis, target, trace, site)
     if write is not None:
         invalidate(base, target, write, node)
+    forward = trace is not None and bool(trace.forward)
+    if forward:
+        assert trace is not None
+        rule = _forward_rule(rule, inputs, raw, target, base, trace)
+        kept = inputs_kept(rule, inputs, raw, target, trace) if rule is not None else (raw, None)
     perform(raw, target)
     base._version += 1
     if trace is None:
@@ -872,7 +898,23 @@ def write_in_place(
         trace.tape.touch(base)
     else:
         commit(base, target, node, trace, site=write.site if write is not None else site)
+    if forward:
+        forward_into(rule, inputs, kept, out, base, kwargs, trace)
     return out
+
+
+def _forward_rule(
+    rule: Any, inputs: tuple[Any, ...], raw: list[Any], target: np.ndarray, base: WrappedArray,
+    trace: Trace,
+) -> Any:  # fmt: skip
+    """The rule whose jvp gives an in-place write's tangent; None where the written values
+    carry none (no input has a tangent, or floats truncated into an integer array)."""
+    if rule is None or not tangents_among(inputs, trace.forward):
+        return None
+    if target.dtype.kind in "biu" and any(np.result_type(r).kind in "fc" for r in raw):
+        return None
+    _refuse_into_exported_or_complex(base, None)
+    return rule
 
 
 def _write_in_place_untraced(

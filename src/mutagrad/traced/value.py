@@ -117,6 +117,7 @@ class WrappedValue:
         "_flags",
         "_node",
         "_raw",
+        "_tangents",
         "_version",
         "_views",
     )
@@ -144,6 +145,9 @@ class WrappedValue:
         self._captures: list[Any] | None = None
         self._views: list[WrappedArray] | None = None
         self._flags = 0
+        # Forward levels (mutagrad.core.engine.ForwardTrace) to this value's tangent at
+        # each; a view's are its base's (mutagrad.traced.tangents).
+        self._tangents: dict[Any, Any] | None = None
 
     # -- numpy attributes -------------------------------------------------
 
@@ -935,7 +939,25 @@ def is_active(w: WrappedValue) -> bool:
         return False
     base = w._base if w._base is not None and not w._flags & PINNED else w
     n = base._node
-    return n is not None and n.tape is trace.tape
+    if n is not None and n.tape is trace.tape:
+        return True
+    return bool(trace.forward) and has_tangent(w, trace.forward)
+
+
+def has_tangent(w: WrappedValue, levels: tuple[Any, ...]) -> bool:
+    """Whether ``w`` has a tangent at one of the forward ``levels`` (a view: its base has)."""
+    if w._flags & DETACHED:
+        return False
+    holder = w._base if w._base is not None else w
+    tangents = holder._tangents
+    if tangents is None:
+        return False
+    return any(level in tangents for level in levels)
+
+
+def tangents_among(values: tuple[Any, ...], levels: tuple[Any, ...]) -> bool:
+    """Whether a WrappedValue among ``values`` has a tangent at one of the forward ``levels``."""
+    return any(isinstance(v, WrappedValue) and has_tangent(v, levels) for v in values)
 
 
 def check_plain(a: np.ndarray) -> None:
@@ -1088,11 +1110,23 @@ def array_like(value: Any) -> Any:
     return value
 
 
-def traced_handle(value: Any, node: Node | None, base: WrappedArray | None = None) -> Any:
-    """A read-only WrappedArray pinned to ``node``, given to a pullback in a traced sweep."""
+def traced_handle(
+    value: Any, node: Node | None, base: WrappedArray | None = None, tangents: Any = None
+) -> Any:
+    """A read-only WrappedArray pinned to ``node``, given to a pullback in a traced sweep.
+
+    Where forward levels enclose the sweep, the handle carries the saved
+    value's tangents: a view of its base reads them there (the capture is
+    live, so they are the ones it saw); a snapshot brings its copies
+    (``tangents``); a traced scalar was saved as itself.
+    """
+    if isinstance(value, WrappedValue):  # a traced scalar, saved with its tangents
+        tangents, value = value._tangents, value._raw
     w = make_view(base, value) if base is not None and type(value) is np.ndarray else wrap(value)
     w._node = node
     w._flags |= READONLY | PINNED
+    if tangents is not None:
+        w._tangents = tangents
     return w
 
 

@@ -1,0 +1,235 @@
+"""Forward rules derived from reverse ones: the jvp helpers every rule module uses.
+
+A forward rule (``VjpRule.jvp``) is a function ``jvp(tangents, ans, args,
+kwargs)``: ``tangents[i]`` is argument ``i``'s tangent, or None where the
+argument has none; it returns the output's tangent (None for none). Tangents
+are *batched*: at a forward level of width ``k`` the tangent of a value of
+shape ``S`` has shape ``(k,) + S``, one slice per direction (``jvp`` pushes
+one direction, ``jacfwd`` all unit directions in one pass). A result may
+broadcast to ``(k,) + ans.shape``; the array room finishes it.
+
+Most rules need no hand-written jvp; the rule modules declare one of:
+
+* :data:`ELEMENTWISE` - for functions with a diagonal Jacobian (ufuncs, and
+  functions that broadcast like them): the jvp is the sum of the vjps applied
+  to the tangents, each tangent lifted to the output's rank so that
+  broadcasting lines it up (no unbroadcast: a diagonal Jacobian is its own
+  transpose, elementwise);
+* :func:`linear` - for a function linear in its differentiable arguments
+  together (``sum``, ``reshape``, ``concatenate``, ``take``): the function
+  itself applied to the tangents, zeros for an argument without one;
+* :func:`multilinear` - linear in each differentiable argument separately
+  (``matmul``, ``einsum``, ``outer``): the sum over arguments of the function
+  with that argument replaced by its tangent.
+
+Both of the last take ``batched``, the call that handles the leading batch
+axis at once (an ``axis`` shifted by one); without it each slice is one call.
+This module knows no numpy function: it is array algebra, as
+:func:`mutagrad.core.tangents.unbroadcast` is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def lift(t: Any, ndim: int) -> Any:
+    """A tangent ``(k,) + S`` as ``(k,) + (1,) * (ndim - len(S)) + S``, to broadcast like its value.
+
+    numpy aligns shapes from the right: a value of shape ``S`` broadcasts
+    against an output of rank ``ndim`` as it is, but its tangent's leading
+    batch axis would line up with the output's first axis instead.
+    """
+    pad = ndim + 1 - t.ndim
+    if pad <= 0:
+        return t
+    shape = t.shape
+    return np.reshape(t, (shape[0], *(1,) * pad, *shape[1:]))
+
+
+def _width(tangents: list[Any]) -> int:
+    for t in tangents:
+        if t is not None:
+            return int(t.shape[0])
+    raise ValueError("a jvp needs at least one tangent")
+
+
+def stacked(slices: list[Any]) -> Any:
+    """The batch of one result per direction, as one array with the batch axis first."""
+    if len(slices) == 1:
+        return np.expand_dims(slices[0], 0)
+    return np.stack(slices)
+
+
+class Derivation:
+    """A forward rule derived from the reverse rule it is declared on (``VjpRule(jvp=...)``)."""
+
+    def bind(self, applied: Callable[..., Any], vjps: tuple[Any, ...]) -> Callable[..., Any]:
+        """The jvp of the rule whose vjps are ``vjps``; ``applied(*args, **kwargs)`` applies
+        the rule itself (recorded where its arguments are traced: at a level with levels
+        around it, the jvp's own computation is differentiated by them)."""
+        raise NotImplementedError
+
+
+class Elementwise(Derivation):
+    """``sum_i vjp_i(t_i, ans, *args)``: right for a diagonal Jacobian only."""
+
+    kind = "elementwise"
+
+    def bind(self, applied: Callable[..., Any], vjps: tuple[Any, ...]) -> Callable[..., Any]:
+        def elementwise_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+            ndim = ans.ndim
+            total = None
+            for i, t in enumerate(tangents):
+                if t is None or i >= len(vjps) or vjps[i] is None:
+                    continue
+                g = lift(t, ndim)
+                c = vjps[i](g, ans, *args, **kwargs) if kwargs else vjps[i](g, ans, *args)
+                if c is None:
+                    continue  # no derivative in this argument (an integer exponent)
+                if c is g:
+                    c = c.copy()  # (x + 1: the output never shares the input's tangent)
+                total = c if total is None else total + c
+            return total
+
+        elementwise_jvp.kind = self.kind  # type: ignore[attr-defined]
+        return elementwise_jvp
+
+
+ELEMENTWISE = Elementwise()
+
+
+def _differentiable(vjps: tuple[Any, ...], n: int) -> list[bool]:
+    return [i < len(vjps) and vjps[i] is not None for i in range(n)]
+
+
+class Linear(Derivation):
+    """The function applied to the tangents (jointly linear), or to each in turn (multilinear)."""
+
+    def __init__(self, kind: str, batched: Callable[..., Any] | None):
+        self.kind = kind
+        self.batched = batched
+
+    def bind(self, applied: Callable[..., Any], vjps: tuple[Any, ...]) -> Callable[..., Any]:
+        fun = applied
+        batched, jointly = self.batched, self.kind == "linear"
+
+        def linear_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+            if batched is not None:
+                return batched(tangents, ans, args, kwargs or {})
+            kw = kwargs or {}
+            k = _width(tangents)
+            differentiable = _differentiable(vjps, len(args))
+            if jointly:
+                slots = [
+                    t if t is not None else (np.zeros((k, *np.shape(a)), np.result_type(a))
+                                             if d else None)
+                    for t, a, d in zip(tangents, args, differentiable)
+                ]  # fmt: skip
+                return stacked([
+                    fun(*(a if s is None else s[b] for a, s in zip(args, slots)), **kw)
+                    for b in range(k)
+                ])  # fmt: skip
+            total = None
+            for i, t in enumerate(tangents):
+                if t is None or not differentiable[i]:
+                    continue
+                part = stacked([fun(*args[:i], t[b], *args[i + 1 :], **kw) for b in range(k)])
+                total = part if total is None else total + part
+            return total
+
+        linear_jvp.kind = self.kind  # type: ignore[attr-defined]
+        return linear_jvp
+
+
+def linear(batched: Callable[..., Any] | None = None) -> Linear:
+    """The jvp of a function linear in its differentiable arguments together.
+
+    ``batched(tangents, ans, args, kwargs)``, if given, computes every
+    direction at once (its tangents may be None: an argument without one);
+    otherwise the function runs once per direction on the tangents' slices,
+    with zeros for a differentiable argument that has none.
+    """
+    return Linear("linear", batched)
+
+
+def multilinear(batched: Callable[..., Any] | None = None) -> Linear:
+    """The jvp of a function linear in each differentiable argument separately
+    (a product): the sum over arguments of the function with that one argument
+    replaced by its tangent. ``batched`` as for :func:`linear`."""
+    return Linear("multilinear", batched)
+
+
+def hand(jvp: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a hand-written forward rule (for the coverage table's forward column)."""
+    jvp.kind = "hand"  # type: ignore[attr-defined]
+    return jvp
+
+
+def kind_of(jvp: Any) -> str | None:
+    """How a rule's forward rule was made: elementwise, linear, multilinear, hand (None: none)."""
+    if jvp is None:
+        return None
+    return getattr(jvp, "kind", "hand")
+
+
+def batch_axis(axis: Any, ndim: int) -> Any:
+    """A numpy ``axis`` argument of a value of rank ``ndim``, for its batched tangent.
+
+    ``None`` (every axis) becomes every axis but the batch axis; a
+    non-negative axis moves up by one; a negative one names the same axis.
+    """
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, (tuple, list)):
+        return tuple(a + 1 if a >= 0 else a for a in axis)
+    return axis + 1 if axis >= 0 else axis
+
+
+__all__ = [
+    "ELEMENTWISE",
+    "Derivation",
+    "batch_axis",
+    "hand",
+    "kind_of",
+    "lift",
+    "linear",
+    "multilinear",
+    "passed_on",
+    "stacked",
+    "through_gradient",
+]
+
+
+def through_gradient(vjp: Callable[..., Any], axes_of: Callable[..., Any]) -> Callable[..., Any]:
+    """The jvp of a reduction-like function of its first argument: each output element
+    depends on one group of input elements (a reduction, a determinant, a norm).
+
+    ``J t`` is then the group sum of the gradient times the tangent, and the
+    gradient of every element at once is the vjp of ones: the same Jacobian
+    entries the reverse rule uses (ties of ``max`` shared as it shares them),
+    at the cost of one vjp. ``axes_of(ndim, kwargs)`` gives ``(the reduced
+    axes, keepdims)`` for an argument of rank ``ndim``.
+    """
+
+    def gradient_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+        t = tangents[0]
+        kw = kwargs or {}
+        grad = vjp(np.ones_like(ans), ans, *args, **kw)
+        axes, keepdims = axes_of(np.ndim(args[0]), kw)
+        return np.sum(grad * t, axis=tuple(a + 1 for a in axes), keepdims=keepdims)
+
+    gradient_jvp.kind = "gradient"  # type: ignore[attr-defined]
+    return gradient_jvp
+
+
+def passed_on(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+    """The jvp of a copy (``np.copy``, ``astype``): the tangent itself (the forward step
+    copies it, so the output owns its tangent)."""
+    return tangents[0]
+
+
+passed_on.kind = "linear"  # type: ignore[attr-defined]

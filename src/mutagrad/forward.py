@@ -1,0 +1,416 @@
+"""Forward mode: ``jvp``, ``jacfwd``, ``linearize``, and Zygote's ``forward_jacobian``.
+
+A :class:`ForwardCall` is a gradient call's sibling: it wraps the arguments
+the same way (the caller's arrays borrowed, read-only while ``f`` runs,
+fingerprinted, copied on ``f``'s first write), but its level is a
+:class:`~mutagrad.core.engine.ForwardTrace`: every operation computes its
+tangent at the moment it runs, from the values and tangents as they are then,
+and every in-place write writes the tangent beside the value. Nothing is
+saved, so nothing can be overwritten: forward mode runs every program numpy
+runs, mutation included, with numpy's values.
+
+Tangents are batched: ``jvp`` pushes one direction, ``jacfwd`` every unit
+direction of its arguments in one pass (in chunks of :data:`CHUNK_ELEMENTS`
+elements per input-sized tangent), so the Jacobian of a loop program costs
+about one run of it.
+
+Inside a gradient call (reverse over forward) the enclosing level records
+the whole forward computation, tangents included; a gradient call inside
+``jvp`` (forward over reverse, :func:`mutagrad.hvp`) has its backward sweep
+differentiated by the forward level.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from mutagrad.buffer import check_not_open_buffer
+from mutagrad.call import (
+    GradientCall,
+    nested_output,
+    passes_through,
+)
+from mutagrad.core.engine import STATE, ForwardTrace, Node, Trace, collector_paused
+from mutagrad.core.modes import FORWARD, Mode
+from mutagrad.core.record import input_node
+from mutagrad.core.tangents import cotangent_dtype
+from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.tracebacks import api_boundary
+from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.traced.tangents import lend_tangent, set_tangent, share_tangents, tangent_of
+from mutagrad.traced.value import WrappedValue
+from mutagrad.transforms import Argnums, _Aux, _positions, _Selection, _transform_name
+
+# jacfwd pushes at most this many tangent elements of its largest argument at once
+# (chunk width x that argument's size): memory for one tangent is bounded by it.
+CHUNK_ELEMENTS = 1 << 22
+
+
+class ForwardCall(GradientCall):
+    """One forward-mode call: the arguments wrapped as for a gradient call, on a forward level.
+
+    :meth:`seed` gives the wrapped arguments their tangents (``width``
+    directions each); :meth:`tangent` reads an output's.
+    """
+
+    __slots__ = ("width",)
+
+    def __init__(self, args: tuple[Any, ...], width: int):
+        self.width = width
+        super().__init__(args, None)
+
+    def _level(self, parent: Trace | None, policy: Mode) -> Trace:
+        depth = parent.depth + 1 if parent is not None else 1
+        return ForwardTrace(depth, parent, self.width, FORWARD)
+
+    def _link(self, w: WrappedValue, x: Any, outer: Node | None) -> Node | None:
+        """``w`` holds a copy of ``x``'s value: for the levels around, a copy of ``x`` (its
+        node linked to ``x``'s, its tangents there shared)."""
+        if outer is not None:
+            w._node = input_node(self.tape, 0, outer, w._raw)
+        parent = self.parent
+        if parent is not None and parent.forward and isinstance(x, WrappedValue):
+            share_tangents(x, w, parent.forward)
+        return None
+
+    def seed(self, tangents: Sequence[Any], owned: bool = False) -> None:
+        """Give each wrapped argument leaf its tangent, ``(width,) + shape`` (None: zeros).
+
+        ``owned``: the tangents are this call's own (jacfwd's unit directions),
+        given as they are. A caller's tangent is copied once instead (no later
+        write by anyone can change what ``f`` differentiates along; the copy
+        costs less than checking the caller's array before and after).
+        """
+        for w, t in zip(self._wrapped(), tangents):
+            if t is None or not isinstance(w, WrappedValue):
+                continue
+            if owned or isinstance(t, WrappedValue):
+                lend_tangent(w, self.trace, t)
+            else:
+                set_tangent(w, self.trace, np.array(t, dtype=t.dtype, order="K"))
+
+    def _wrapped(self) -> list[Any]:
+        return flatten(self.args)[0]
+
+    def tangent(self, value: Any) -> Any:
+        """The tangent of ``value`` (an output leaf), ``(width,) + shape``; zeros if it has none."""
+        t = tangent_of(value, self.trace) if isinstance(value, WrappedValue) else None
+        if t is not None:
+            return t
+        if not _is_differentiable(value) and not isinstance(value, (bool, np.bool_)):
+            return None  # (a string, None: the caller refuses or passes it on)
+        shape = np.shape(value._raw if isinstance(value, WrappedValue) else value)
+        dtype = _tangent_dtype(value)
+        return np.zeros((self.width, *shape), dtype=dtype)
+
+    def returned(self, t: Any) -> Any:
+        """A tangent for the caller: a copy where it shares memory with the caller's arrays."""
+        if type(t) is np.ndarray and any(
+            np.may_share_memory(t, x) for x, _, _ in self.watched
+        ):
+            return t.copy()
+        return t
+
+
+def _tangent_dtype(value: Any) -> np.dtype:
+    data = value._raw if isinstance(value, WrappedValue) else value
+    return cotangent_dtype(np.result_type(data))
+
+
+def _is_differentiable(leaf: Any) -> bool:
+    if isinstance(leaf, (bool, np.bool_)):
+        return False
+    if isinstance(leaf, (WrappedValue, np.ndarray)):
+        return leaf.dtype.kind in "iuf"
+    return isinstance(leaf, (int, float, np.integer, np.floating))
+
+
+def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
+    """The user's tangent for ``primal`` as a batch of one direction, checked and cast."""
+    shape = np.shape(primal._raw if isinstance(primal, WrappedValue) else primal)
+    tshape = np.shape(tangent._raw if isinstance(tangent, WrappedValue) else tangent)
+    if tshape != shape:
+        raise ValueError(
+            f"{what}: a tangent of shape {tshape} for a primal of shape {shape}; each tangent "
+            "must have its primal's shape"
+        )
+    dtype = _tangent_dtype(primal)
+    if not isinstance(tangent, WrappedValue):
+        tangent = np.asarray(tangent)
+        if tangent.dtype.kind not in "iuf" or isinstance(tangent, np.matrix):
+            raise TypeError(f"{what}: a tangent must hold real numbers, got {tangent.dtype}")
+    if np.result_type(tangent) != dtype:
+        tangent = tangent.astype(dtype)
+    return np.reshape(tangent, (1, *shape)) if isinstance(tangent, WrappedValue) else tangent[None]
+
+
+@collector_paused
+def _forward(
+    f: Callable[..., Any], leaves: Sequence[Any], tangents: Sequence[Any], width: int,
+    owned: bool = False,
+) -> tuple[Any, list[Any], ForwardCall]:  # fmt: skip
+    """Run ``f`` on ``leaves`` at a forward level of ``width`` directions seeded with
+    ``tangents`` (``owned``: made by the caller of this function, not the user):
+    ``(out, the tangent of each leaf of out, the finished call)``."""
+    call = ForwardCall(tuple(leaves), width)
+    try:
+        call.seed(tangents, owned)
+        out = call.run(f)
+        check_not_open_buffer(out, "f")
+        tangents_out = [call.tangent(v) for v in flatten(out)[0]]
+    finally:
+        call.finish()
+    return nested_output(out, call), tangents_out, call
+
+
+@api_boundary
+def jvp(
+    f: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    *,
+    has_aux: bool = False,
+    **kwargs: Any,
+) -> tuple[Any, ...]:
+    """``(f(*primals), J v)``: the value and its Jacobian-vector product, as JAX's ``jvp``.
+
+    ``primals`` and ``tangents`` are tuples (or lists) of the same structure:
+    arrays, numbers, or tuples, lists and dicts of them; each tangent has its
+    primal's shape. The tangent output has the output's structure. With
+    ``has_aux=True``, ``f`` returns ``(out, aux)`` and the result is ``(out,
+    tangent_out, aux)``. Keyword arguments reach ``f`` undifferentiated.
+
+    ``f`` runs once, in forward mode: every operation computes its tangent
+    as it runs and every in-place write writes it beside the value, so any
+    program numpy runs is differentiated (nothing is saved for later, so no
+    write can be refused).
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "jvp(f, primals, tangents): primals and tangents must be tuples or lists, "
+            f"got {type(primals).__name__} and {type(tangents).__name__}; "
+            "for one argument write jvp(f, (x,), (v,))"
+        )
+    leaves, rebuild = flatten(tuple(primals))
+    tangent_leaves, _ = flatten(tuple(tangents))
+    if len(tangent_leaves) != len(leaves):
+        raise ValueError(
+            f"jvp: {len(leaves)} primal leaves but {len(tangent_leaves)} tangent leaves; "
+            "primals and tangents must have the same structure"
+        )
+    seeds = [
+        _batched_tangent(p, t, "jvp") if _is_differentiable(p) else None
+        for p, t in zip(leaves, tangent_leaves)
+    ]
+    aux = _Aux(has_aux, "jvp", structured=True)
+
+    def run(*xs: Any) -> Any:
+        return aux.value_of(f(*rebuild(list(xs)), **kwargs))
+
+    out, tangents_out, call = _forward(run, leaves, seeds, 1)
+    result = flatten(out)[1]([None if t is None else call.returned(t[0]) for t in tangents_out])
+    if has_aux:
+        return out, result, aux.aux if STATE.get() is not None else _unwrapped(aux.aux)
+    return out, result
+
+
+def _unwrapped(value: Any) -> Any:
+    leaves, rebuild = flatten(value)
+    if not any(isinstance(v, WrappedValue) for v in leaves):
+        return value
+    return rebuild([v._raw if isinstance(v, WrappedValue) else v for v in leaves])
+
+
+def _chunks(sizes: list[int], chunk: int | None) -> list[tuple[int, int]]:
+    """The direction ranges ``[start, stop)`` jacfwd pushes one pass each: ``chunk`` wide,
+    or as many as keep one input-sized tangent within :data:`CHUNK_ELEMENTS`."""
+    total = sum(sizes)
+    if chunk is None:
+        chunk = CHUNK_ELEMENTS // max(1, max(sizes, default=1))
+    width = max(1, min(total, chunk))
+    return [(start, min(start + width, total)) for start in range(0, total, width)] or [(0, 0)]
+
+
+def _unit_directions(start: int, stop: int, offset: int, size: int, shape: Any, dtype: Any) -> Any:
+    """Directions ``start..stop`` of all arguments, restricted to the one at ``offset``."""
+    seed = np.zeros((stop - start, size), dtype=dtype)
+    low, high = max(start, offset), min(stop, offset + size)
+    if low < high:
+        seed[np.arange(low - start, high - start), np.arange(low - offset, high - offset)] = 1
+    return seed.reshape((stop - start, *shape))
+
+
+def _jacobians(
+    f: Callable[..., Any], leaves: list[Any], caller: str, chunk: int | None = None
+) -> tuple[Any, list[Any]]:
+    """``(out, [J_i])``: the value of ``f`` at ``leaves`` and, per leaf, ``(n_i,) + out.shape``
+    (direction-major: row ``j`` is the derivative along the leaf's element ``j``)."""
+    differentiable = [_is_differentiable(leaf) for leaf in leaves]
+    shapes = [np.shape(leaf._raw if isinstance(leaf, WrappedValue) else leaf) for leaf in leaves]
+    sizes = [int(np.prod(s, dtype=np.int64)) if d else 0 for s, d in zip(shapes, differentiable)]
+    offsets = list(np.cumsum([0, *sizes[:-1]]))
+    out: Any = None
+    pieces: list[list[Any]] = [[] for _ in leaves]
+    for start, stop in _chunks(sizes, chunk):
+        seeds = [
+            _unit_directions(start, stop, o, n, s, _tangent_dtype(leaf)) if d else None
+            for leaf, o, n, s, d in zip(leaves, offsets, sizes, shapes, differentiable)
+        ]
+        value, (t, *rest), _ = _forward(f, leaves, seeds, max(stop - start, 1), owned=True)
+        if out is None:
+            out = value
+            _check_output(out, caller, rest)
+        for i, (o, n) in enumerate(zip(offsets, sizes)):
+            low, high = max(start, o), min(stop, o + n)
+            if low < high:
+                pieces[i].append(t[low - start : high - start])
+    jacobians = [
+        None if not d else (p[0] if len(p) == 1 else np.concatenate(p))
+        for p, d in zip(pieces, differentiable)
+    ]
+    return out, jacobians
+
+
+def _check_output(out: Any, caller: str, rest: list[Any]) -> None:
+    if isinstance(out, WrappedValue) and not rest:
+        return
+    if isinstance(out, (bool, np.bool_, int, float, np.number, np.ndarray)):
+        return
+    raise MutagradError(
+        f"{caller} needs f to return an array or a number, but it returned "
+        f"{type(out).__name__}.\nFix: return one array (np.concatenate the parts), or take "
+        "the Jacobian of each output separately."
+    )
+
+
+def _out_major(j: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
+    """A direction-major Jacobian ``(n,) + out_shape`` as ``out_shape + in_shape``."""
+    n = int(np.prod(in_shape, dtype=np.int64))
+    moved = np.moveaxis(np.reshape(j, (n, *out_shape)), 0, -1)
+    return np.reshape(moved, (*out_shape, *in_shape))
+
+
+def _jacfwd(
+    f: Callable[..., Any], argnums: Argnums, has_aux: bool, args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:  # fmt: skip
+    selection = _Selection(f, args, kwargs, argnums, "jacfwd")
+    aux = _Aux(has_aux, "jacfwd")
+    out, jacobians = _jacobians(
+        lambda *leaves: aux.value_of(selection.call(*leaves)), selection.leaves, "jacfwd"
+    )
+    out_shape = np.shape(out._raw if isinstance(out, WrappedValue) else out)
+    if isinstance(out, (bool, np.bool_)) or np.result_type(
+        out._raw if isinstance(out, WrappedValue) else out
+    ).kind in "biu":
+        raise NotDifferentiableError(
+            "jacfwd needs f to return floating-point values, but it returned an integer or "
+            "boolean result, which has no derivative (a comparison, a count, an index).\n"
+            "Fix: return the quantity itself, e.g. x rather than x > 0."
+        )
+    result = selection.per_argument([
+        None if j is None else _out_major(j, np.shape(_data(leaf)), out_shape)
+        for leaf, j in zip(selection.leaves, jacobians)
+    ])  # fmt: skip
+    if has_aux:
+        return result, aux.aux if STATE.get() is not None else _unwrapped(aux.aux)
+    return result
+
+
+def _description(x: Any) -> str:
+    dtype = getattr(x, "dtype", None)
+    return f"a {dtype} array" if dtype is not None else type(x).__name__
+
+
+def _data(leaf: Any) -> Any:
+    return leaf._raw if isinstance(leaf, WrappedValue) else leaf
+
+
+def jacfwd(
+    f: Callable[..., Any], argnums: Argnums = 0, *, has_aux: bool = False
+) -> Callable[..., Any]:
+    """The Jacobian of ``f`` as a function, by forward mode, in JAX's convention.
+
+    ``jacfwd(f)(x)`` has the shape ``f(x).shape + x.shape`` (as
+    :func:`mutagrad.jacrev`); a tuple ``argnums`` gives a tuple. ``f`` runs
+    once with every unit direction of the chosen arguments pushed at once
+    (in chunks for very large arguments), so it pays where the output is
+    larger than the input, and for loop programs whose reverse sweeps would
+    each visit the whole tape. With ``has_aux=True``, ``f`` returns ``(out,
+    aux)`` and the result is ``(jacobian, aux)``.
+    """
+    _positions(argnums, "jacfwd")
+
+    @api_boundary
+    @functools.wraps(f)
+    def jacfwd_of_f(*args: Any, **kwargs: Any) -> Any:
+        return _jacfwd(f, argnums, has_aux, args, kwargs)
+
+    jacfwd_of_f.__doc__ = _transform_name(f, "Jacobian (forward mode)")
+    return jacfwd_of_f
+
+
+@api_boundary
+def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any, Callable]:
+    """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
+    ``primals``, as JAX's ``linearize``.
+
+    Forward mode keeps nothing between operations, so ``f_jvp`` runs ``f``
+    again in forward mode, on copies of the primals taken now (a later change
+    to the caller's arrays does not move the point); ``f`` must compute the
+    same thing each time (no random numbers).
+    """
+    kept = tuple(_copied(p) for p in primals)
+    out = jvp(f, kept, tuple(_zeros_for(p) for p in kept), **kwargs)[0]
+
+    @api_boundary
+    def f_jvp(*tangents: Any) -> Any:
+        if len(tangents) != len(kept):
+            raise TypeError(
+                f"linearize's f_jvp takes one tangent per primal ({len(kept)}), "
+                f"got {len(tangents)}"
+            )
+        return jvp(f, kept, tangents, **kwargs)[1]
+
+    return out, f_jvp
+
+
+def _copied(value: Any) -> Any:
+    leaves, rebuild = flatten(value)
+    return rebuild([np.copy(v) if isinstance(v, np.ndarray) else v for v in leaves])
+
+
+def _zeros_for(value: Any) -> Any:
+    leaves, rebuild = flatten(value)
+    return rebuild([
+        np.zeros(np.shape(_data(v)), _tangent_dtype(v)) if _is_differentiable(v) else v
+        for v in leaves
+    ])  # fmt: skip
+
+
+@api_boundary
+def forward_jacobian(
+    f: Callable[..., Any], x: Any, *, chunk_threshold: int | None = None
+) -> tuple[Any, Any]:
+    """Zygote's ``forward_jacobian(f, x)``: ``(y, J)`` with ``J[i, k] = ∂y.flat[k] / ∂x.flat[i]``,
+    a matrix of ``x.size`` rows and ``y.size`` columns (Zygote's layout: the transpose of
+    :func:`mutagrad.jacobian`'s), by forward mode. ``chunk_threshold`` caps how many
+    directions one run of ``f`` pushes."""
+    if not _is_differentiable(x):
+        if passes_through(x):
+            raise TypeError(f"forward_jacobian needs an array or a number, got {type(x).__name__}")
+        raise NotDifferentiableError(
+            "forward_jacobian differentiates arrays and numbers of a real floating-point or "
+            f"integer dtype, not {_description(x)}.\nFix: pass the float array the function "
+            "depends on (x.astype(float) for a boolean mask)."
+        )
+    out, (j,) = _jacobians(f, [x], "forward_jacobian", chunk_threshold)
+    size = int(np.size(_data(x)))
+    return out, np.reshape(j, (size, -1))
+
+
+__all__ = ["ForwardCall", "forward_jacobian", "jacfwd", "jvp", "linearize"]

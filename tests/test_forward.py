@@ -1,0 +1,360 @@
+"""Forward mode (issue 23): jvp, jacfwd, linearize, forward_jacobian, defjvp.
+
+Every result is checked against two oracles: reverse mode (``jacrev``) and
+central finite differences; every value against numpy's, bit for bit. Every
+write path writes after the tangent of the written array was formed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mutagrad as mg
+from mutagrad.testing.finite_differences import directional_derivative
+
+RNG = np.random.default_rng(23)
+X = RNG.uniform(0.5, 1.5, 6)
+
+
+def check_forward_mode(f, x=X, rtol=1e-9):
+    """jacfwd(f)(x) == jacrev(f)(x); jvp along a random v == J v == finite differences;
+    the value at the forward level is numpy's, bit for bit; the argument is untouched."""
+    before = x.copy()
+    expected = f(x.copy())
+    jr = mg.jacrev(f, mode="snapshot")(x)  # (snapshot: poison mode refuses some of them)
+    jf = mg.jacfwd(f)(x)
+    np.testing.assert_allclose(jf, jr, rtol=rtol, atol=1e-12)
+    v = RNG.normal(size=np.shape(x))
+    out, t = mg.jvp(f, (x,), (v,))
+    np.testing.assert_array_equal(out, expected, strict=True)
+    np.testing.assert_allclose(t, np.tensordot(jr, v, axes=np.ndim(x)), rtol=rtol, atol=1e-12)
+    w = RNG.normal(size=np.shape(expected))
+    fd = directional_derivative(lambda z: float(np.sum(f(z) * w)), [x], 0, v)
+    np.testing.assert_allclose(np.sum(t * w), fd, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(x, before)
+    return jf
+
+
+# -- programs ----------------------------------------------------------------------------
+
+
+def loop_program(x):
+    y = np.zeros_like(x)
+    for i in range(len(x)):
+        y[i] = x[i] * (y[i - 1] if i else 1.0) + np.sin(x[i])
+    return y
+
+
+PROGRAMS = {
+    "ufuncs": lambda x: np.sin(x) * x + np.exp(-x) / (1 + x**2),
+    "power": lambda x: x**x,
+    "reductions": lambda x: np.concatenate(
+        [np.sum(x.reshape(2, 3) ** 2, axis=0), np.mean(x, keepdims=True), np.prod(x, keepdims=True)]
+    ),
+    "extrema": lambda x: np.max(x.reshape(3, 2), axis=1) - np.min(x),
+    "var_std": lambda x: np.var(x.reshape(2, 3), axis=1) + np.std(x),
+    "cumulative": lambda x: np.cumsum(x) * np.cumprod(x),
+    "matmul": lambda x: (x.reshape(2, 3) @ x.reshape(3, 2)).ravel(),
+    "matvec": lambda x: x.reshape(2, 3) @ x[:3],
+    "dot_outer": lambda x: np.dot(x, x) * np.outer(x[:2], x[2:4]).ravel(),
+    "einsum": lambda x: np.einsum("ij,jk->ik", x.reshape(2, 3), x.reshape(3, 2)).ravel(),
+    "tensordot": lambda x: np.tensordot(x.reshape(2, 3), x.reshape(3, 2), axes=1).ravel(),
+    "views": lambda x: x.reshape(2, 3).T.ravel() * x[::-1],
+    "stack": lambda x: np.stack([x, x * 2], axis=1).ravel(),
+    "where_clip": lambda x: np.where(x > 1, x**2, x) + np.clip(x, 0.8, 1.2),
+    "gathers": lambda x: np.take(x, [0, 0, 5]) + np.sort(x * x[::-1])[:3] + np.roll(x, 2)[:3],
+    "linalg": lambda x: np.linalg.solve(np.diag(x[:3]) + 1, x[3:])
+    + np.linalg.det(x[:4].reshape(2, 2))
+    + np.linalg.inv(np.outer(x[:2], x[2:4]) + np.eye(2)).ravel()[:3],
+    "norm": lambda x: np.linalg.norm(x) * x + np.linalg.norm(x.reshape(2, 3), axis=1).sum(),
+    "slogdet": lambda x: np.linalg.slogdet(x[:4].reshape(2, 2) + 2 * np.eye(2))[1] * x,
+    "loop": loop_program,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_agree_with_reverse_mode_and_differences(name):
+    check_forward_mode(PROGRAMS[name])
+
+
+# -- every write path, after the written array's tangent was formed -----------------------
+
+
+def _setitem(x):
+    y = x * 2.0
+    y[1:4] = x[:3] ** 2
+    y[0] = np.sin(x[5])
+    y[5] = 0.0  # a constant written over a tangent: zeros there
+    return y * x
+
+
+def _augmented(x):
+    y = x.copy()
+    y += x**2
+    y[2] *= 3.0
+    y[3:] -= y[:3]
+    y /= 1 + x
+    return y
+
+
+def _through_views(x):
+    y = x.copy().reshape(2, 3)
+    row = y[0]
+    row[1] = 5.0
+    y[1] *= y[0]
+    y.T[0] = x[:2]
+    return y.ravel()
+
+
+def _out(x):
+    y = np.empty_like(x)
+    np.multiply(x, x, out=y)
+    np.sin(y, out=y)  # input and output the same array
+    np.add(y[:3], x[3:], out=y[3:])
+    return y
+
+
+def _add_at(x):
+    y = x * 1.0
+    np.add.at(y, [0, 0, 3], x[:3])
+    np.subtract.at(y, [5, 5], x[4:])
+    return y
+
+
+def _put(x):
+    y = x.copy()
+    np.put(y, [1, 4], x[:2] ** 2)
+    return y
+
+
+def _copyto(x):
+    y = x.copy()
+    np.copyto(y, x**3, where=x > 1)
+    return y
+
+
+def _place(x):
+    y = x * 1.0
+    np.place(y, x > 1, x[:2] * 7.0)
+    return y
+
+
+def _fill_diagonal(x):
+    y = np.outer(x[:3], x[3:])
+    np.fill_diagonal(y, x[:3])
+    return y.ravel()
+
+
+def _sort_in_place(x):
+    y = x * x[::-1]
+    y.sort()
+    return y
+
+
+def _fancy_repeats(x):
+    y = x.copy()
+    y[[0, 0, 2]] = x[3:]  # numpy's last write wins
+    y[x > 1] = 2.0 * x[x > 1]
+    return y
+
+
+def _fill(x):
+    y = x * 2
+    y[:2].fill(3.0)
+    return y + x
+
+
+def _buffer(x):
+    b = mg.Buffer(x)
+    for i in range(len(x)):
+        b[i] = x[i] ** 2 + (b[i - 1] if i else 0.0)
+    return b.copy() * 1.0
+
+
+def _shifted(x):
+    y = x * 1.0
+    y[1:] = y[:-1]  # an overlapping copy: read before it is written
+    return y * x
+
+
+def _argument_copy_updated(x):
+    x = x.copy()
+    for _ in range(3):
+        x[1:] += 0.5 * x[:-1] ** 2
+    return x
+
+
+WRITES = {
+    f.__name__.strip("_"): f
+    for f in (_setitem, _augmented, _through_views, _out, _add_at, _put, _copyto, _place,
+              _fill_diagonal, _sort_in_place, _fancy_repeats, _fill, _buffer, _shifted,
+              _argument_copy_updated)
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WRITES))
+def test_every_write_writes_its_tangent(name):
+    check_forward_mode(WRITES[name])
+
+
+def test_a_write_poison_mode_refuses_is_differentiated_forward():
+    def f(x):
+        y = x.copy()
+        z = np.sin(y)  # sin's vjp reads y...
+        y[0] = 2.0  # ...which this write overwrites: poison mode refuses the gradient
+        return z * y
+
+    with pytest.raises(mg.PoisonedCaptureError):
+        mg.jacrev(f)(X)
+    jf = mg.jacfwd(f)(X)
+    np.testing.assert_allclose(jf, mg.jacrev(f, mode="snapshot")(X), rtol=1e-12)
+    _, t = mg.jvp(f, (X,), (np.ones(6),))
+    np.testing.assert_allclose(t, jf.sum(axis=1), rtol=1e-12)
+
+
+def test_the_callers_arrays_are_not_written():
+    x, v = X.copy(), np.ones(6)
+
+    def f(x):
+        x += 1.0  # the caller's array is borrowed: the write goes to a copy
+        return x * x
+
+    _, t = mg.jvp(f, (x,), (v,))
+    np.testing.assert_array_equal(x, X)
+    np.testing.assert_array_equal(v, np.ones(6))
+    np.testing.assert_allclose(t, 2 * (X + 1))
+
+
+# -- the transforms -------------------------------------------------------------------
+
+
+def test_jvp_takes_pytrees_and_several_arguments():
+    def f(p, scale):
+        return {"y": p["a"] * p["b"][0] * scale, "z": np.sum(p["b"][0]) * p["b"][1]}
+
+    primals = ({"a": X[:3], "b": (X[3:], 2.0)}, 3.0)
+    tangents = ({"a": np.ones(3), "b": (np.zeros(3), 1.0)}, 0.5)
+    out, t = mg.jvp(f, primals, tangents)
+    y = X[:3] * X[3:] * 3.0
+    np.testing.assert_allclose(out["y"], y)
+    np.testing.assert_allclose(t["y"], X[3:] * 3.0 + X[:3] * X[3:] * 0.5)
+    assert t["z"] == pytest.approx(np.sum(X[3:]))
+
+
+def test_jacfwd_argnums_and_has_aux():
+    def f(a, b):
+        return a * b[0] + np.sin(b), a.sum()
+
+    jac, aux = mg.jacfwd(f, argnums=(0, 1), has_aux=True)(X[:3], X[3:])
+    ja, jb = mg.jacrev(lambda a, b: f(a, b)[0], argnums=(0, 1))(X[:3], X[3:])
+    np.testing.assert_allclose(jac[0], ja)
+    np.testing.assert_allclose(jac[1], jb)
+    assert aux == pytest.approx(X[:3].sum())
+
+
+def test_jacfwd_in_chunks_equals_one_pass():
+    from mutagrad.forward import _jacobians
+
+    f = PROGRAMS["matmul"]
+    _, (whole,) = _jacobians(f, [X], "jacfwd")
+    _, (chunked,) = _jacobians(f, [X], "jacfwd", chunk=4)
+    np.testing.assert_array_equal(whole, chunked)
+
+
+def test_linearize_keeps_the_point():
+    x = X.copy()
+    out, f_jvp = mg.linearize(loop_program, x)
+    x[:] = 0.0  # a later change to the caller's array does not move the point
+    np.testing.assert_array_equal(out, loop_program(X.copy()))
+    v = RNG.normal(size=6)
+    np.testing.assert_allclose(f_jvp(v), mg.jacrev(loop_program)(X) @ v, rtol=1e-12)
+
+
+def test_forward_jacobian_is_zygotes_layout():
+    y, j = mg.forward_jacobian(PROGRAMS["matmul"], X)
+    np.testing.assert_array_equal(y, PROGRAMS["matmul"](X.copy()))
+    np.testing.assert_allclose(j, mg.jacobian(PROGRAMS["matmul"], X)[0].T, rtol=1e-12)
+
+
+def test_forward_over_reverse_is_the_hessian():
+    def f(x):
+        y = x.copy()
+        y[1:] *= y[:-1]
+        return np.sum(np.sin(y) * x)
+
+    v = RNG.normal(size=6)
+    _, hv = mg.jvp(mg.grad(f), (X,), (v,))
+    h = mg.hessian_reverse(f, X)
+    np.testing.assert_allclose(hv, h @ v, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mg.jacfwd(mg.jacrev(f))(X), h, rtol=1e-10, atol=1e-12)
+
+
+def test_reverse_over_forward_and_forward_over_forward():
+    def f(x):
+        y = x * 1.0
+        y[2:] += np.sin(x[:-2]) * x[2:]  # (a write that poisons nothing the levels save)
+        return np.sum(y**3)
+
+    h = mg.hessian_reverse(f, X)
+    v = RNG.normal(size=6)
+    # reverse over forward: the gradient of the directional derivative is H v
+    np.testing.assert_allclose(mg.grad(lambda x: mg.jvp(f, (x,), (v,))[1])(X), h @ v, rtol=1e-10)
+    # forward over forward: the directional derivative of the directional derivative
+    _, vhv = mg.jvp(lambda x: mg.jvp(f, (x,), (v,))[1], (X,), (v,))
+    assert vhv == pytest.approx(v @ h @ v, rel=1e-10)
+
+
+# -- user rules and refusals -----------------------------------------------------------
+
+
+def test_defjvp_gives_a_primitive_a_forward_rule():
+    @mg.primitive
+    def cube(x):
+        return x**3
+
+    mg.defvjp(cube, lambda g, ans, x: 3 * x**2 * g)
+    with pytest.raises(mg.MissingRuleError, match="defjvp\\(cube"):
+        mg.jvp(cube, (X,), (np.ones(6),))
+    mg.defjvp(cube, lambda t, ans, x: 3 * x**2 * t)
+    np.testing.assert_allclose(mg.jacfwd(lambda x: cube(x) * x)(X),
+                               mg.jacrev(lambda x: cube(x) * x)(X))  # fmt: skip
+
+
+def test_defjvp_needs_the_vjp_rule_first():
+    @mg.primitive
+    def square(x):
+        return x * x
+
+    with pytest.raises(mg.MutagradError, match="defvjp"):
+        mg.defjvp(square, lambda t, ans, x: 2 * x * t)
+
+
+def test_an_rrule_is_refused_by_name_never_a_zero_tangent():
+    @mg.primitive
+    def twice(x):
+        return 2 * x
+
+    @mg.rrule(twice)
+    def twice_rule(x):
+        return 2 * x, lambda g: (2 * g,)
+
+    with pytest.raises(mg.MissingRuleError, match="twice"):
+        mg.jvp(lambda x: twice(x) + x, (X,), (np.ones(6),))
+
+
+def test_a_rule_without_a_forward_rule_is_refused_by_name():
+    with pytest.raises(mg.MissingRuleError, match=r"np\.pad"):
+        mg.jvp(lambda x: np.pad(x, 1, constant_values=0.0), (X,), (np.ones(6),))
+
+
+def test_hook_passes_the_tangent_and_checkpointed_runs_its_function():
+    f = lambda x: mg.hook(lambda g: g * 10, x * 2) * x  # noqa: E731
+    np.testing.assert_allclose(mg.jvp(f, (X,), (np.ones(6),))[1], 4 * X)
+    g = lambda x: mg.checkpointed(lambda z: np.sin(z) * z, x)  # noqa: E731
+    check_forward_mode(g)
+
+
+def test_conversions_are_refused_as_in_reverse_mode():
+    with pytest.raises(mg.TracerConversionError):
+        mg.jvp(lambda x: float(x[0]) * x, (X,), (np.ones(6),))
