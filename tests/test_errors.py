@@ -1168,6 +1168,11 @@ def snapshot_under_two_forward_levels():
     mutagrad.jvp(inner, (X,), (X,))
 
 
+@trigger
+def reduce_with_a_differentiated_initial_in_forward_mode():
+    mutagrad.jvp(lambda x: np.add.reduce(x, initial=x[0]), (X,), (X,))
+
+
 # -- the tests ---------------------------------------------------------------------------
 
 

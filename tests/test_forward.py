@@ -185,11 +185,29 @@ def _argument_copy_updated(x):
     return x
 
 
+def _flat(x):
+    y = x * 2
+    y.flat[[1, 3]] = x[:2] ** 2
+    return y
+
+
+def _out_where(x):
+    y = x.copy()
+    np.multiply(x, x, out=y, where=x > 1)
+    return y
+
+
+def _ufunc_methods(x):
+    y = x * 1.0
+    np.multiply.at(y, [0, 0, 2], x[3:])  # applied in rounds, each through multiply's rule
+    return np.concatenate([np.add.reduce(y.reshape(2, 3), axis=1), np.multiply.accumulate(y)])
+
+
 WRITES = {
     f.__name__.strip("_"): f
     for f in (_setitem, _augmented, _through_views, _out, _add_at, _put, _copyto, _place,
               _fill_diagonal, _sort_in_place, _fancy_repeats, _fill, _buffer, _shifted,
-              _argument_copy_updated)
+              _argument_copy_updated, _flat, _out_where, _ufunc_methods)
 }  # fmt: skip
 
 

@@ -40,6 +40,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from mutagrad.core.engine import CallRule
+from mutagrad.core.jvps import hand, through_gradient
 from mutagrad.core.registry import (
     ANS,
     UFUNC_RULES,
@@ -47,10 +48,11 @@ from mutagrad.core.registry import (
     on_rule_miss,
     rule_found_on_miss,
 )
+from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import format_site, user_site
-from mutagrad.errors import NotDifferentiableError
+from mutagrad.errors import MissingRuleError, NotDifferentiableError
 from mutagrad.rules import ufuncs  # noqa: F401  (the ufuncs' own rules, which these derive from)
-from mutagrad.rules.cumulative import _cumprod_vjp, _cumsum_vjp
+from mutagrad.rules.cumulative import _cumprod_jvp, _cumprod_vjp, _cumsum_jvp, _cumsum_vjp
 from mutagrad.rules.reductions import _extremum_vjp, _prod_vjp, _sum_vjp, expand
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import WrappedValue, array_like, is_active, unwrap
@@ -309,14 +311,26 @@ def _reduce_fold_rule(ufunc: np.ufunc, rule: VjpRule) -> VjpRule:
                             kwargs.get("dtype"), kwargs.get("keepdims", False),
                             kwargs.get("where", True))  # fmt: skip
 
+    def x_vjp(g: Any, ans: Any, x: Any, *start: Any, **kw: Any) -> Any:
+        return backward(g, x, start[0] if start else None, kw)[0]
+
+    by_gradient = through_gradient(x_vjp, _reduce_axes)
+
+    @hand
+    def jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+        # Each output is a fold of its own lane: J t is the lane sum of the gradient times t.
+        # A traced initial= enters every output: not done here.
+        if len(tangents) > 1 and tangents[1] is not None:
+            raise MissingRuleError(missing_forward_rule_message(
+                f"np.{ufunc.__name__}.reduce with a differentiated initial="))  # fmt: skip
+        return by_gradient(tangents[:1], ans, args, kwargs)
+
     return VjpRule(
         f"{ufunc.__name__}.reduce",
         fun,
-        (
-            lambda g, ans, x, *start, **kw: backward(g, x, start[0] if start else None, kw)[0],
-            lambda g, ans, x, start, **kw: backward(g, x, start, kw)[1],
-        ),
+        (x_vjp, lambda g, ans, x, start, **kw: backward(g, x, start, kw)[1]),
         ((0, 1), (0, 1)),
+        jvp=jvp,
     )
 
 
@@ -344,12 +358,21 @@ class ReduceMethod(CallRule):
         return apply(self.plain, args, kwargs)
 
 
+def _reduce_axes(ndim: int, kwargs: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
+    """The axes ``ufunc.reduce`` removes (for the forward rules)."""
+    return _reduced_axes(kwargs.get("axis", 0), ndim), kwargs.get("keepdims", False)
+
+
 def _closed_reduce(ufunc: np.ufunc, vjp: Callable[..., Any], reads: tuple[Any, ...]) -> VjpRule:
+    def closed_vjp(g, ans, x, axis=0, keepdims=False, **kw):
+        return vjp(g, ans, x, axis, keepdims, **kw)
+
     return VjpRule(
         f"{ufunc.__name__}.reduce",
         ufunc.reduce,
-        (lambda g, ans, x, axis=0, keepdims=False, **kw: vjp(g, ans, x, axis, keepdims, **kw),),
+        (closed_vjp,),
         (reads,),
+        jvp=through_gradient(closed_vjp, _reduce_axes),
     )
 
 
@@ -399,16 +422,26 @@ def _reduce_method(ufunc: np.ufunc, rule: VjpRule) -> ReduceMethod:
 # -- accumulate -------------------------------------------------------------------------
 
 
+def _along_axis(jvp: Callable[..., Any]) -> Callable[..., Any]:
+    """cumsum's or cumprod's jvp for ``accumulate``, whose axis defaults to 0 (not None)."""
+
+    @hand
+    def accumulate_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+        return jvp(tangents, ans, args, {"axis": (kwargs or {}).get("axis", 0)})
+
+    return accumulate_jvp
+
+
 def _accumulate_rule(ufunc: np.ufunc, rule: VjpRule) -> VjpRule:
     name = f"{ufunc.__name__}.accumulate"
     if ufunc is np.add:
         return VjpRule(name, ufunc.accumulate,
                        (lambda g, ans, x, axis=0, **_: _cumsum_vjp(g, ans, x, axis),),
-                       ((),))  # fmt: skip
+                       ((),), jvp=_along_axis(_cumsum_jvp))  # fmt: skip
     if ufunc is np.multiply:
         return VjpRule(name, ufunc.accumulate,
                        (lambda g, ans, x, axis=0, **_: _cumprod_vjp(g, ans, x, axis),),
-                       ((0, ANS),))  # fmt: skip
+                       ((0, ANS),), jvp=_along_axis(_cumprod_jvp))  # fmt: skip
 
     def vjp(g: Any, ans: Any, x: Any, axis: Any = 0, dtype: Any = None, **_: Any) -> Any:
         shape = np.shape(x)
