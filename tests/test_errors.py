@@ -1173,6 +1173,20 @@ def reduce_with_a_differentiated_initial_in_forward_mode():
     mutagrad.jvp(lambda x: np.add.reduce(x, initial=x[0]), (X,), (X,))
 
 
+@trigger
+def forwarddiff_reading_another_traced_value():
+    def loss(w):
+        c = w[0] * 2
+        return np.sum(mutagrad.forwarddiff(lambda z: z * c, w))
+
+    mutagrad.grad(loss)(X)
+
+
+@trigger
+def forwarddiff_inside_a_second_derivative():
+    mutagrad.hessian_reverse(lambda w: np.sum(mutagrad.forwarddiff(np.sin, w)), X)
+
+
 # -- the tests ---------------------------------------------------------------------------
 
 

@@ -376,3 +376,65 @@ def test_hook_passes_the_tangent_and_checkpointed_runs_its_function():
 def test_conversions_are_refused_as_in_reverse_mode():
     with pytest.raises(mg.TracerConversionError):
         mg.jvp(lambda x: float(x[0]) * x, (X,), (np.ones(6),))
+
+
+# -- second order, and a forward block inside reverse -----------------------------------
+
+
+def _mutating_loss(x):
+    y = x.copy()
+    y[1:] *= y[:-1]
+    return np.sum(np.sin(y) * x)
+
+
+def test_hessian_and_hvp_are_forward_over_reverse_with_reverse_over_reverse_values():
+    h = mg.hessian_reverse(_mutating_loss, X)
+    np.testing.assert_allclose(mg.hessian(_mutating_loss, X), h, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mg.hessian(_mutating_loss)(X), h, rtol=1e-10, atol=1e-12)
+    v = RNG.normal(size=6)
+    np.testing.assert_allclose(mg.hvp(_mutating_loss, (X,), (v,)), h @ v, rtol=1e-10)
+    assert mg.hessian(lambda s: s**3, 2.0) == pytest.approx(12.0)
+
+
+def test_hessian_falls_back_to_reverse_over_reverse_without_a_forward_rule():
+    def f(x):
+        return np.sum(np.pad(x, 1) ** 3)  # np.pad has no forward rule yet
+
+    np.testing.assert_allclose(mg.hessian(f, X), mg.hessian_reverse(f, X), rtol=1e-12)
+    v = np.ones(6)
+    np.testing.assert_allclose(mg.hvp(f, (X,), (v,)), mg.hessian_reverse(f, X) @ v, rtol=1e-12)
+
+
+def test_forwarddiff_is_f_with_its_jacobian_in_the_pullback():
+    def block(z):
+        y = np.empty_like(z)
+        y[0] = np.sin(z[0])
+        for i in range(1, len(z)):  # writes poison mode would refuse to differentiate
+            y[i] = y[i - 1] * np.sin(z[i])
+            z[i] = 0.0
+        return y
+
+    def loss(w):
+        return np.sum(mg.forwarddiff(block, w * 1.0) ** 2)
+
+    np.testing.assert_allclose(mg.grad(loss)(X),
+                               mg.grad(lambda w: np.sum(block(w * 1.0) ** 2), mode="snapshot")(X),
+                               rtol=1e-12)  # fmt: skip
+    np.testing.assert_array_equal(mg.forwarddiff(np.sin, X), np.sin(X))
+
+
+def test_forwarddiff_refuses_what_it_would_lose():
+    def closes_over(w):
+        c = w[0] * 2
+        return np.sum(mg.forwarddiff(lambda z: z * c, w))
+
+    with pytest.raises(mg.NotDifferentiableError, match="other than x"):
+        mg.grad(closes_over)(X)
+    with pytest.raises(mg.NotDifferentiableError, match="second derivative"):
+        mg.hessian_reverse(lambda w: np.sum(mg.forwarddiff(np.sin, w)), X)
+
+
+def test_a_missing_forward_rule_is_its_own_error_class():
+    with pytest.raises(mg.MissingForwardRuleError):
+        mg.jvp(lambda x: np.pad(x, 1), (X,), (X,))
+    assert issubclass(mg.MissingForwardRuleError, mg.MissingRuleError)

@@ -25,6 +25,7 @@ from mutagrad.core.tangents import NoTangent, ZeroTangent
 from mutagrad.custom import defjvp, defvjp, non_differentiable, primitive, rrule
 from mutagrad.errors import (
     FrozenBufferError,
+    MissingForwardRuleError,
     MissingRuleError,
     MutagradError,
     MutationError,
@@ -35,7 +36,17 @@ from mutagrad.errors import (
     UnsupportedAttributeError,
 )
 from mutagrad.explain import Explanation, explain
-from mutagrad.forward import forward_jacobian, jacfwd, jvp, linearize
+
+# hessian and hvp are forward over reverse (forward.py), as JAX's and Zygote's are.
+from mutagrad.forward import (
+    forward_jacobian,
+    forwarddiff,
+    hessian,
+    hvp,
+    jacfwd,
+    jvp,
+    linearize,
+)
 from mutagrad.hook import hook
 from mutagrad.jacobians import WithJacobian, diaghessian, hessian_reverse, withjacobian
 from mutagrad.params import Grads, Params
@@ -44,7 +55,6 @@ from mutagrad.porting import (
     elementwise_grad,
     flatten,
     hessian_vector_product,
-    hvp,
     make_vjp,
     ravel_pytree,
     rmsprop,
@@ -54,7 +64,7 @@ from mutagrad.traced import array, asarray, is_traced
 from mutagrad.traced.value import WrappedArray, WrappedScalar, WrappedValue
 
 # jacobian and hessian have two faces: jacobian(f, x) is Zygote's, jacobian(f) JAX's.
-from mutagrad.transforms import grad, hessian, jacobian, jacrev, value_and_grad, vjp
+from mutagrad.transforms import grad, jacobian, jacrev, value_and_grad, vjp
 from mutagrad.zygote import Pullback, gradient, ignore_derivatives, pullback, withgradient
 
 __version__ = "0.1.0"
@@ -65,6 +75,7 @@ __all__ = [
     "Explanation",
     "FrozenBufferError",
     "Grads",
+    "MissingForwardRuleError",
     "MissingRuleError",
     "MutagradError",
     "MutationError",
@@ -93,6 +104,7 @@ __all__ = [
     "explain",
     "flatten",
     "forward_jacobian",
+    "forwarddiff",
     "grad",
     "gradient",
     "hessian",

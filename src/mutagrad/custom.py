@@ -54,7 +54,11 @@ from mutagrad.core.tangents import NoTangent, is_structural_zero
 from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import Site, format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
-from mutagrad.errors import MissingRuleError, MutagradError, NotDifferentiableError
+from mutagrad.errors import (
+    MissingForwardRuleError,
+    MutagradError,
+    NotDifferentiableError,
+)
 from mutagrad.traced.dispatch import (
     apply,
     call_without_derivative,
@@ -327,7 +331,7 @@ def _user_jvp(name: str, jvps: tuple[Callable[..., Any] | None, ...]) -> Callabl
                 continue
             jvp = jvps[i] if i < len(jvps) else None
             if jvp is None:
-                raise MissingRuleError(
+                raise MissingForwardRuleError(
                     f"the forward rule of {name} (mutagrad.defjvp) has no jvp for its argument "
                     f"{i}, which has a tangent here.\nFix: give one: defjvp({name}, "
                     + ("jvp_0)." if i == 0 else f"jvp_0, ..., jvp_{i}).")
@@ -382,7 +386,7 @@ class ClosureRule(CallRule):
         raw = _regroup(args, leaves, raw_leaves)
         if trace is not None and trace.forward and tangents_among(tuple(flat), trace.forward):
             # A pullback gives cotangents, not tangents; transposing it is not done yet.
-            raise MissingRuleError(missing_forward_rule_message(self.name, "rrule"))
+            raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         assert trace is not None and tape is not None  # (an argument has a node: a call runs)

@@ -85,6 +85,10 @@ class MissingRuleError(MutagradError, NotImplementedError):
     """A numpy function was called on a traced array, and mutagrad has no rule for it."""
 
 
+class MissingForwardRuleError(MissingRuleError):
+    """Forward mode (jvp, jacfwd, hvp, hessian) met an operation with a reverse rule only."""
+
+
 class NotDifferentiableError(MutagradError):
     """The program asks for a derivative mutagrad cannot compute correctly."""
 

@@ -31,19 +31,32 @@ import numpy as np
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.call import (
     GradientCall,
+    call_with_gradient,
     nested_output,
     passes_through,
 )
-from mutagrad.core.engine import STATE, ForwardTrace, Node, Trace, collector_paused
+from mutagrad.core.engine import STATE, ForwardTrace, Node, Trace, VjpRule, collector_paused
 from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
-from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
+from mutagrad.porting import hvp as reverse_hvp
+from mutagrad.traced.dispatch import apply
 from mutagrad.traced.tangents import lend_tangent, set_tangent, share_tangents, tangent_of
-from mutagrad.traced.value import WrappedValue
-from mutagrad.transforms import Argnums, _Aux, _positions, _Selection, _transform_name
+from mutagrad.traced.value import WrappedValue, any_active
+from mutagrad.transforms import (
+    Argnums,
+    _Aux,
+    _jacrev,
+    _looks_like_argnums,
+    _positions,
+    _Selection,
+    _transform_name,
+    grad,
+)
+from mutagrad.transforms import hessian as reverse_hessian
 
 # jacfwd pushes at most this many tangent elements of its largest argument at once
 # (chunk width x that argument's size): memory for one tangent is bounded by it.
@@ -57,15 +70,16 @@ class ForwardCall(GradientCall):
     directions each); :meth:`tangent` reads an output's.
     """
 
-    __slots__ = ("width",)
+    __slots__ = ("sealed", "width")
 
-    def __init__(self, args: tuple[Any, ...], width: int):
+    def __init__(self, args: tuple[Any, ...], width: int, sealed: Any = None):
         self.width = width
+        self.sealed = sealed  # (forwarddiff: the tape of the call whose values f may not read)
         super().__init__(args, None)
 
     def _level(self, parent: Trace | None, policy: Mode) -> Trace:
         depth = parent.depth + 1 if parent is not None else 1
-        return ForwardTrace(depth, parent, self.width, FORWARD)
+        return ForwardTrace(depth, parent, self.width, FORWARD, self.sealed)
 
     def _link(self, w: WrappedValue, x: Any, outer: Node | None) -> Node | None:
         """``w`` holds a copy of ``x``'s value: for the levels around, a copy of ``x`` (its
@@ -151,12 +165,12 @@ def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
 @collector_paused
 def _forward(
     f: Callable[..., Any], leaves: Sequence[Any], tangents: Sequence[Any], width: int,
-    owned: bool = False,
+    owned: bool = False, sealed: Any = None,
 ) -> tuple[Any, list[Any], ForwardCall]:  # fmt: skip
     """Run ``f`` on ``leaves`` at a forward level of ``width`` directions seeded with
     ``tangents`` (``owned``: made by the caller of this function, not the user):
     ``(out, the tangent of each leaf of out, the finished call)``."""
-    call = ForwardCall(tuple(leaves), width)
+    call = ForwardCall(tuple(leaves), width, sealed)
     try:
         call.seed(tangents, owned)
         out = call.run(f)
@@ -245,8 +259,9 @@ def _unit_directions(start: int, stop: int, offset: int, size: int, shape: Any, 
 
 
 def _jacobians(
-    f: Callable[..., Any], leaves: list[Any], caller: str, chunk: int | None = None
-) -> tuple[Any, list[Any]]:
+    f: Callable[..., Any], leaves: list[Any], caller: str, chunk: int | None = None,
+    sealed: Any = None,
+) -> tuple[Any, list[Any]]:  # fmt: skip
     """``(out, [J_i])``: the value of ``f`` at ``leaves`` and, per leaf, ``(n_i,) + out.shape``
     (direction-major: row ``j`` is the derivative along the leaf's element ``j``)."""
     differentiable = [_is_differentiable(leaf) for leaf in leaves]
@@ -260,7 +275,8 @@ def _jacobians(
             _unit_directions(start, stop, o, n, s, _tangent_dtype(leaf)) if d else None
             for leaf, o, n, s, d in zip(leaves, offsets, sizes, shapes, differentiable)
         ]
-        value, (t, *rest), _ = _forward(f, leaves, seeds, max(stop - start, 1), owned=True)
+        value, (t, *rest), _ = _forward(f, leaves, seeds, max(stop - start, 1), owned=True,
+                                        sealed=sealed)  # fmt: skip
         if out is None:
             out = value
             _check_output(out, caller, rest)
@@ -413,4 +429,148 @@ def forward_jacobian(
     return out, np.reshape(j, (size, -1))
 
 
-__all__ = ["ForwardCall", "forward_jacobian", "jacfwd", "jvp", "linearize"]
+# -- second order: forward over reverse ---------------------------------------------------
+
+
+@api_boundary
+def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
+    """JAX's ``hvp(f, primals, tangents)``: the Hessian of ``f`` at ``primals`` times
+    ``tangents``, by forward over reverse (the jvp of the gradient), as JAX computes it:
+    a tuple with one part per primal when ``f`` has several arguments, else the one array.
+
+    Where an operation has no forward rule, reverse over reverse gives the same
+    product (:func:`mutagrad.porting.hvp`).
+    """
+    positions = tuple(range(len(primals)))
+    try:
+        _, result = jvp(grad(f, positions), tuple(primals), tuple(tangents))
+    except MissingForwardRuleError:
+        return reverse_hvp(f, primals, tangents)
+    return result[0] if len(primals) == 1 else tuple(result)
+
+
+@api_boundary
+def hessian(
+    f: Callable[..., Any],
+    *args: Any,
+    argnums: Argnums | None = None,
+    mode: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``hessian(f, argnums=0)`` is JAX's transform; ``hessian(f, x)`` is Zygote's hessian.
+
+    Both by forward over reverse, as JAX's and Zygote's are: the gradient's
+    Jacobian by ``jacfwd``, one run of the gradient call with every direction
+    at once (``mode`` is the gradient call's). The shapes are
+    :func:`mutagrad.transforms.hessian`'s, which computes reverse over reverse
+    (:func:`mutagrad.hessian_reverse`): it is used where forward mode has no
+    rule for an operation, and for a tuple ``argnums`` (the blocks ``H[i][j]``).
+    """
+    if args:
+        if argnums is not None or len(args) != 1 or not _is_differentiable(args[0]) or (
+            _looks_like_argnums(args)
+        ):  # the reverse form's checks and messages, or its Zygote form (several cases)
+            return reverse_hessian(f, *args, argnums=argnums, mode=mode, **kwargs)
+        x = args[0]
+        try:
+            return _zygote_hessian_forward(f, x, mode, kwargs)
+        except MissingForwardRuleError:
+            return reverse_hessian(f, x, mode=mode, **kwargs)
+    if argnums is None:
+        argnums = 0
+    if not isinstance(argnums, (int, np.integer)) or kwargs:
+        return reverse_hessian(f, argnums=argnums, mode=mode, **kwargs)
+    _positions(argnums, "hessian")
+    by_reverse = reverse_hessian(f, argnums=argnums, mode=mode)
+    def gradient_of_f(*args: Any, **kwargs: Any) -> Any:  # (jacrev, its errors naming hessian)
+        return _jacrev(f, argnums, False, mode, "hessian", args, kwargs)
+
+    jacobian_of_gradient = jacfwd(gradient_of_f, argnums)
+
+    @api_boundary
+    @functools.wraps(f)
+    def hessian_of_f(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return jacobian_of_gradient(*args, **kwargs)
+        except MissingForwardRuleError:
+            return by_reverse(*args, **kwargs)
+
+    hessian_of_f.__doc__ = _transform_name(f, "Hessian")
+    return hessian_of_f
+
+
+def _zygote_hessian_forward(f: Callable[..., Any], x: Any, mode: str | None,
+                            kwargs: dict[str, Any]) -> Any:  # fmt: skip
+    """Zygote's ``hessian(f, x)``: a square matrix of side ``x.size``, a number for a number."""
+
+    def gradient_of_f(z: Any) -> Any:
+        (g,) = call_with_gradient(f, (z,), kwargs, mode, "hessian").grad
+        return g if g is not None else np.zeros(np.shape(z))
+
+    _, (j,) = _jacobians(gradient_of_f, [x], "hessian")
+    size = int(np.size(_data(x)))
+    if not isinstance(x, (WrappedValue, np.ndarray)):
+        return j.reshape(()) if isinstance(j, WrappedValue) else float(np.reshape(j, ()))
+    # Row i of j is the gradient's derivative along x.flat[i]: column i of H.
+    return np.reshape(j, (size, size)).T
+
+
+# -- a forward block inside a reverse computation ------------------------------------------
+
+
+def _forwarddiff_vjp(g: Any, ans: Any, x: Any, jacobian: Any) -> Any:
+    """The cotangent of x: the Jacobian (direction-major, ``(x.size,) + ans.shape``) applied
+    to the output's cotangent."""
+    return np.reshape(np.tensordot(jacobian, g, axes=np.ndim(g)), np.shape(x))
+
+
+FORWARDDIFF = VjpRule("forwarddiff", None, (_forwarddiff_vjp,), ((),))
+
+
+@api_boundary
+def forwarddiff(f: Callable[..., Any], x: Any, *, chunk_threshold: int | None = None) -> Any:
+    """Zygote's ``forwarddiff(f, x)``: ``f(x)``, differentiated by forward mode inside a
+    gradient call.
+
+    ``f`` runs once at a forward level of its own, with every direction of
+    ``x`` (``chunk_threshold`` at most per run), and the gradient call records
+    one operation whose pullback applies the Jacobian: none of ``f``'s
+    operations goes on the tape, and ``f`` may write anything (forward mode
+    refuses no write). ``f`` takes and returns one array. Outside a gradient
+    call, or when ``x`` carries no derivative, it is ``f(x)``.
+
+    Refused by name: ``f`` reading a traced value of the gradient call other
+    than ``x`` (its derivative would be lost; Zygote drops it silently), and a
+    second derivative through the block (the Jacobian is a constant to the
+    call's own sweep).
+    """
+    trace = STATE.get()
+    if trace is None or not isinstance(x, WrappedValue) or not any_active((x,)):
+        return f(x)
+    if trace.parent is not None or trace.forward:
+        raise NotDifferentiableError(
+            "forwarddiff(f, x) inside a second derivative (a gradient call or jvp around the "
+            "one that runs it): the Jacobian it keeps would itself need differentiating.\n"
+            "Fix: call f(x) directly there; every level then differentiates f."
+        )
+    if x.dtype.kind != "f":
+        return f(x)
+    data = np.array(x._raw)
+    token = STATE.set(None)
+    try:
+        out, (j,) = _jacobians(f, [data], "forwarddiff", chunk_threshold, sealed=trace.tape)
+    finally:
+        STATE.reset(token)
+    return apply(FORWARDDIFF, (x,), {"jacobian": j}, out)
+
+
+__all__ = [
+    "ForwardCall",
+    "forward_jacobian",
+    "forwarddiff",
+    "hessian",
+    "hvp",
+    "jacfwd",
+    "jvp",
+    "linearize",
+]

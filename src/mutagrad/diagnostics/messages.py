@@ -81,6 +81,16 @@ def missing_forward_rule_message(name: str, user_rule: str | None = None) -> str
     )
 
 
+def forwarddiff_closure_message(site: Site | None) -> str:
+    """forwarddiff's f read a traced value of the gradient call around it (not its x)."""
+    return (
+        "forwarddiff(f, x): f read a traced value of the gradient call around it, other than "
+        f"x, at\n    {describe_site(site)}\nforwarddiff differentiates f in x alone: that "
+        "value's derivative would be lost.\nFix: pass the value as part of x (concatenate "
+        "it), or call f directly instead of through forwarddiff."
+    )
+
+
 def conversion_message(operation: str) -> str:
     """A TracerConversionError's message: the user's construct that converted, and its fix."""
     return describe_conversion(user_site(), operation)

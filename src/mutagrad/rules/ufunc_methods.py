@@ -50,7 +50,7 @@ from mutagrad.core.registry import (
 )
 from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import format_site, user_site
-from mutagrad.errors import MissingRuleError, NotDifferentiableError
+from mutagrad.errors import MissingForwardRuleError, NotDifferentiableError
 from mutagrad.rules import ufuncs  # noqa: F401  (the ufuncs' own rules, which these derive from)
 from mutagrad.rules.cumulative import _cumprod_jvp, _cumprod_vjp, _cumsum_jvp, _cumsum_vjp
 from mutagrad.rules.reductions import _extremum_vjp, _prod_vjp, _sum_vjp, expand
@@ -321,7 +321,7 @@ def _reduce_fold_rule(ufunc: np.ufunc, rule: VjpRule) -> VjpRule:
         # Each output is a fold of its own lane: J t is the lane sum of the gradient times t.
         # A traced initial= enters every output: not done here.
         if len(tangents) > 1 and tangents[1] is not None:
-            raise MissingRuleError(missing_forward_rule_message(
+            raise MissingForwardRuleError(missing_forward_rule_message(
                 f"np.{ufunc.__name__}.reduce with a differentiated initial="))  # fmt: skip
         return by_gradient(tangents[:1], ans, args, kwargs)
 

@@ -28,7 +28,7 @@ from mutagrad.core.memory import Region
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import user_site
-from mutagrad.errors import MissingRuleError
+from mutagrad.errors import MissingForwardRuleError
 from mutagrad.traced.tangents import (
     indexed_tangent,
     set_tangent,
@@ -70,7 +70,7 @@ def level_jvp(
     jvp = rule.jvp
     if jvp is None:
         name, user = (f"np.{rule.name}", None) if rule.trusted else (rule.name, "defvjp")
-        raise MissingRuleError(missing_forward_rule_message(name, user))
+        raise MissingForwardRuleError(missing_forward_rule_message(name, user))
     if ans._raw.dtype.kind == "c":
         refuse_complex(ans._raw.dtype, f"np.{rule.name}", user_site())
     kw = kwargs if kwargs and rule.params else None

@@ -55,6 +55,7 @@ from mutagrad.diagnostics.messages import (
     PLAIN_SUBCLASSES,
     attribute_refused,
     conversion_message,
+    forwarddiff_closure_message,
     hash_message,
     integer_store_message,
     pickle_message,
@@ -979,6 +980,9 @@ def check_thread(w: WrappedValue, operation: str) -> None:
     base = w._base
     n = w._node if base is None or w._flags & PINNED else base._node
     if n is not None and not w._flags & DETACHED:
+        trace = STATE.get()
+        if isinstance(trace, engine.ForwardTrace) and trace.sealed is n.tape:
+            raise NotDifferentiableError(forwarddiff_closure_message(user_site(3)))
         refuse_other_thread(n.tape, operation, user_site(3))
 
 
