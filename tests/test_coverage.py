@@ -134,3 +134,19 @@ def test_readme_scipy_table_is_up_to_date():
         "the SciPy coverage table in README.md is out of date: run python -m mutagrad coverage "
         "--write"
     )
+
+
+def test_readme_forward_table_is_up_to_date():
+    if not coverage.scipy_available():
+        pytest.skip("the table lists SciPy's rules too")
+    assert coverage.readme_forward_table(README) == coverage.forward_table(), (
+        "the forward-rule table in README.md is out of date: run python -m mutagrad coverage "
+        "--write"
+    )
+
+
+def test_every_forward_rule_kind_is_explained():
+    from mutagrad.core.jvps import kind_of
+
+    assert set(coverage.forward_rules()) == set(coverage.FORWARD_KINDS)
+    assert kind_of(None) is None

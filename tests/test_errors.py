@@ -1107,7 +1107,7 @@ def forward_rule_missing():
 
 
 @trigger
-def rrule_in_forward_mode():
+def rrule_under_two_forward_levels():
     @mutagrad.primitive
     def cube(v):
         return v**3
@@ -1115,6 +1115,20 @@ def rrule_in_forward_mode():
     @mutagrad.rrule(cube)
     def cube_rule(v):
         return v**3, lambda dy: (3 * v**2 * dy,)
+
+    inner = lambda x: mutagrad.jvp(lambda y: cube(y), (x,), (X,))[1]  # noqa: E731
+    mutagrad.jvp(inner, (X,), (X,))
+
+
+@trigger
+def rrule_whose_pullback_cannot_be_transposed():
+    @mutagrad.primitive
+    def cube(v):
+        return v**3
+
+    @mutagrad.rrule(cube)
+    def cube_rule(v):
+        return v**3, lambda dy: (3 * v**2 * float(dy[0]),)
 
     mutagrad.jvp(lambda x: cube(x), (X,), (X,))
 

@@ -348,17 +348,45 @@ def test_defjvp_needs_the_vjp_rule_first():
         mg.defjvp(square, lambda t, ans, x: 2 * x * t)
 
 
-def test_an_rrule_is_refused_by_name_never_a_zero_tangent():
+def test_an_rrule_works_forward_by_transposing_its_pullback():
+    @mg.primitive
+    def scaled_cumsum(x, s):
+        return np.cumsum(x) * s
+
+    @mg.rrule(scaled_cumsum)
+    def scaled_cumsum_rule(x, s):
+        y = np.cumsum(x)
+
+        def back(g):  # ChainRules' form: the function's own cotangent first
+            return mg.NoTangent(), np.cumsum((g * s)[::-1])[::-1], np.sum(g * y)
+
+        return y * s, back
+
+    def f(x):
+        return scaled_cumsum(x[:4], x[4]) * x[5]
+
+    check_forward_mode(f)
+
+
+def test_an_rrule_whose_pullback_cannot_be_transposed_is_refused_by_name():
     @mg.primitive
     def twice(x):
         return 2 * x
 
     @mg.rrule(twice)
     def twice_rule(x):
-        return 2 * x, lambda g: (2 * g,)
+        def back(g):
+            out = np.zeros(6)  # a raw array written with the traced cotangent
+            out[:] = 2 * g
+            return (out,)
 
-    with pytest.raises(mg.MissingRuleError, match="twice"):
+        return 2 * x, back
+
+    with pytest.raises(mg.MissingForwardRuleError, match="twice"):
         mg.jvp(lambda x: twice(x) + x, (X,), (np.ones(6),))
+    # under another level (a Hessian through it) an rrule is refused too
+    with pytest.raises(mg.MutagradError, match="twice"):
+        mg.jvp(mg.grad(lambda x: np.sum(twice(x) ** 2)), (X,), (np.ones(6),))
 
 
 def test_a_rule_without_a_forward_rule_is_refused_by_name():

@@ -697,6 +697,111 @@ def readme_scipy_table(path: Path) -> str:
     return text[text.index(SCIPY_START) + len(SCIPY_START) : text.index(SCIPY_END)].strip("\n")
 
 
+# -- the forward column: each rule's forward rule -----------------------------------------
+
+FORWARD_START = "<!-- forward-coverage:start -->"
+FORWARD_END = "<!-- forward-coverage:end -->"
+
+#: How each kind of forward rule is made (mutagrad.core.jvps), in the table's order.
+FORWARD_KINDS = {
+    "elementwise": "derived from the vjps: the Jacobian is diagonal (ufuncs, and what "
+    "broadcasts like them), so each vjp applied to the tangent is the jvp",
+    "linear": "the rule applied to the tangents (the function is linear in them)",
+    "multilinear": "the rule with one argument replaced by its tangent, summed",
+    "gradient": "derived from the vjp: each output depends on one group of elements, so the "
+    "jvp is the group sum of the gradient (the vjp of ones) times the tangent",
+    "hand": "a forward rule of its own",
+    "none": "none yet: forward mode refuses it by name (MissingForwardRuleError); "
+    "hessian and hvp use reverse over reverse there",
+}
+
+
+def _rule_modules() -> list[Any]:
+    import importlib
+    import pkgutil
+
+    import mutagrad.rules
+
+    names = [f"mutagrad.rules.{m.name}" for m in pkgutil.iter_modules(mutagrad.rules.__path__)]
+    modules = []
+    for name in [*names, "mutagrad.core.regions"]:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError:  # SciPy's, without SciPy
+            continue
+    return modules
+
+
+def _rules_in(value: Any) -> list[Any]:
+    """The VjpRules a module-level value of a rule module holds."""
+    from mutagrad.core.engine import VjpRule
+    from mutagrad.rules.ufunc_methods import ReduceMethod
+    from mutagrad.rules.ufuncs import MultipleOutputs
+
+    if type(value) is VjpRule:
+        return [value]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _rules_in(v)]
+    if isinstance(value, ReduceMethod):
+        return [value.plain, value.fold]
+    if isinstance(value, MultipleOutputs):
+        return [r for r in value.rules if r is not None]
+    return []
+
+
+def forward_rules() -> dict[str, list[str]]:
+    """Each kind of forward rule, with the names of mutagrad's rules that have it.
+
+    The rules are those the rule modules define at import (module-level rules
+    and tables of them, the ufuncs' rules, and one rule of each family made on
+    first use: einsum, concatenate, stack, the order statistics): what any
+    session has, whatever ran before.
+    """
+    from mutagrad.core.jvps import kind_of
+    from mutagrad.rules import einsum, shape
+
+    rules = [einsum.einsum_rule(2), shape._concatenate_rule(2), shape._stack_rule(2)]
+    for module in _rule_modules():
+        for value in vars(module).values():
+            if value is not UFUNC_RULES:  # (its derived entries depend on what ran: below)
+                rules += _rules_in(value)
+    for key, rule in UFUNC_RULES.items():
+        if isinstance(key, np.ufunc) or (isinstance(key, tuple) and key[0] in (
+            np.add, np.multiply, np.maximum, np.minimum) and key[1] == "reduce"):
+            rules += _rules_in(rule)
+    found: dict[str, set[str]] = {kind: set() for kind in FORWARD_KINDS}
+    for rule in rules:
+        if rule.trusted:  # (a user's defvjp rule is not mutagrad's)
+            found[kind_of(rule.jvp) or "none"].add(rule.name)
+    # A name with a forward rule somewhere is not listed as missing one too (np.svd's
+    # factors, a reduce by its closed form and by the fold).
+    covered = set().union(*(names for kind, names in found.items() if kind != "none"))
+    found["none"] -= covered
+    return {kind: sorted(names) for kind, names in found.items()}
+
+
+def forward_table() -> str:
+    """The forward column: how many rules have each kind of forward rule, and which."""
+    rules = forward_rules()
+    lines = ["| forward rule | how it is made | rules |", "| --- | --- | --- |"]
+    for kind, how in FORWARD_KINDS.items():
+        names = ", ".join(f"`{n}`" for n in rules[kind])
+        lines.append(f"| {kind} ({len(rules[kind])}) | {how} | {names} |")
+    return "\n".join(lines)
+
+
+def replace_forward_section(text: str, table: str) -> str:
+    start, end = text.index(FORWARD_START), text.index(FORWARD_END) + len(FORWARD_END)
+    return text[:start] + f"{FORWARD_START}\n{table}\n{FORWARD_END}" + text[end:]
+
+
+def readme_forward_table(path: Path) -> str:
+    text = path.read_text()
+    return text[text.index(FORWARD_START) + len(FORWARD_START) : text.index(FORWARD_END)].strip(
+        "\n"
+    )
+
+
 def command(args: Any) -> int:
     """``python -m mutagrad coverage [--write] [--readme PATH]``."""
     entries = classify()
@@ -705,6 +810,8 @@ def command(args: Any) -> int:
     scipy = scipy_table() if scipy_available() else None
     if scipy is not None:
         print("\n" + scipy)
+    forward = forward_table()
+    print("\n" + forward)
     found = problems(entries)
     for e in found:
         print(f"problem: np.{e.name}: {e.detail}", file=sys.stderr)
@@ -713,6 +820,8 @@ def command(args: Any) -> int:
         text = replace_section(path.read_text(), table)
         if scipy is not None and SCIPY_START in text:
             text = replace_scipy_section(text, scipy)
+        if FORWARD_START in text:
+            text = replace_forward_section(text, forward)
         path.write_text(text)
         print(f"\nwrote the tables into {path}")
     return 1 if found else 0

@@ -50,7 +50,7 @@ from mutagrad.core.engine import (
 )
 from mutagrad.core.record import owned_value, push
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
-from mutagrad.core.tangents import NoTangent, is_structural_zero
+from mutagrad.core.tangents import NoTangent, cotangent_dtype, is_structural_zero
 from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import Site, format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
@@ -66,6 +66,7 @@ from mutagrad.traced.dispatch import (
     refusing_writes_by,
     unaliased,
 )
+from mutagrad.traced.tangents import set_tangent, tangent_of
 from mutagrad.traced.value import (
     WrappedValue,
     holds_wrapped,
@@ -75,6 +76,7 @@ from mutagrad.traced.value import (
     wrap,
     wrap_constant,
 )
+from mutagrad.zygote import pullback
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -385,26 +387,11 @@ class ClosureRule(CallRule):
         nodes = [n for _, n in resolved]
         raw = _regroup(args, leaves, raw_leaves)
         if trace is not None and trace.forward and tangents_among(tuple(flat), trace.forward):
-            # A pullback gives cotangents, not tangents; transposing it is not done yet.
-            raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
+            return self._transposed(args, kwargs, leaves, flat, raw_leaves, raw, trace)
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         assert trace is not None and tape is not None  # (an argument has a node: a call runs)
-        guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
-        try:
-            with refusing_writes_by(self.name):
-                # The pullback closure may keep keyword arrays: it gets copies of them.
-                y, back = self.rule(*guarded, **owned_value(kwargs))
-        except MutagradError:  # a write into an argument among them
-            raise
-        except Exception as error:
-            raise self._failed("forward pass", error) from error
-        y = unaliased(y, raw)
-        if isinstance(y, tuple):
-            raise NotDifferentiableError(
-                f"the rrule for {self.name} returned several outputs; only one is supported.\n"
-                "Fix: return one array (np.concatenate the outputs, or a primitive per output)."
-            )
+        y, back = self._run(args, kwargs, leaves, flat, raw_leaves, raw)
         tag = 0
         for n in nodes:
             if n is not None:
@@ -425,6 +412,85 @@ class ClosureRule(CallRule):
         groups = [None if g is None else len(g) for g in (
             group if isinstance(a, (tuple, list)) else None for a, group in zip(args, leaves))]
         push(node, tuple(saved), {"pullback": back, "groups": groups})
+        return out
+
+    def _run(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
+        raw_leaves: list[Any], raw: list[Any],
+    ) -> tuple[Any, Any]:  # fmt: skip
+        """The rule's ``(y, pullback)`` on read-only raw arguments."""
+        guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
+        try:
+            with refusing_writes_by(self.name):
+                # The pullback closure may keep keyword arrays: it gets copies of them.
+                y, back = self.rule(*guarded, **owned_value(kwargs))
+        except MutagradError:  # a write into an argument among them
+            raise
+        except Exception as error:
+            raise self._failed("forward pass", error) from error
+        y = unaliased(y, raw)
+        if isinstance(y, tuple):
+            raise NotDifferentiableError(
+                f"the rrule for {self.name} returned several outputs; only one is supported.\n"
+                "Fix: return one array (np.concatenate the outputs, or a primitive per output)."
+            )
+        return y, back
+
+    def _transposed(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
+        raw_leaves: list[Any], raw: list[Any], level: Any,
+    ) -> Any:  # fmt: skip
+        """The rule's value with its tangent, at a forward level with no level around it.
+
+        The pullback is linear in the cotangent: ``pullback(g) = J^T g``, so
+        ``J t`` is the pullback's own pullback applied to ``t``. The pullback
+        runs once on a traced ``g`` (a gradient call of its own, apart from the
+        level), and its tape is swept once per direction. Nested levels (a
+        Hessian through an rrule) are refused by name.
+        """
+        if level.parent is not None or level.tape is not None:
+            raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
+        y, back = self._run(args, kwargs, leaves, flat, raw_leaves, raw)
+        y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
+        out = wrap(y)
+        tangents = [tangent_of(a, level) for a in flat]
+        moving = [i for i, t in enumerate(tangents) if t is not None]
+        groups = [None if not isinstance(a, (tuple, list)) else len(group)
+                  for a, group in zip(args, leaves)]  # fmt: skip
+
+        def pulled(g: Any) -> Any:
+            cots = back(g)
+            cots = cots if isinstance(cots, tuple) else (cots,)
+            if len(cots) == len(groups) + 1 and is_structural_zero(cots[0]):
+                cots = cots[1:]  # ChainRules' leading cotangent for the function itself
+            per_leaf = _flat_cotangents(cots, groups) if len(cots) == len(groups) else None
+            if per_leaf is None or len(per_leaf) != len(flat):  # (refused below, by name)
+                raise ValueError(f"it gave {len(cots)} cotangents for {len(args)} arguments")
+            return tuple(
+                np.zeros(np.shape(raw_leaves[i]))
+                if per_leaf[i] is None or is_structural_zero(per_leaf[i])
+                else per_leaf[i]
+                for i in moving
+            )
+
+        token = STATE.set(None)  # (the pullback's own gradient call, apart from the level)
+        try:
+            seed = np.zeros(np.shape(y), cotangent_dtype(np.result_type(y)))
+            _, transpose = pullback(pulled, seed)
+            width = level.width
+            columns = [
+                transpose(tuple(np.asarray(tangents[i][b]) for i in moving))[0]
+                for b in range(width)
+            ]
+        except (MutagradError, ValueError) as error:
+            raise MissingForwardRuleError(
+                missing_forward_rule_message(self.name, "rrule")
+                + f"\n(Its pullback could not be transposed: {str(error).splitlines()[0]})"
+            ) from error
+        finally:
+            STATE.reset(token)
+        t = np.stack([np.broadcast_to(c, np.shape(y)) for c in columns])
+        set_tangent(out, level, t.astype(cotangent_dtype(np.result_type(y)), copy=False))
         return out
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:

@@ -602,3 +602,17 @@ def test_engine_stops_a_rule_writing_into_its_argument():
 
     with pytest.raises((ValueError, mutagrad.MutagradError)):
         mutagrad.gradient(f, np.ones(2))
+
+
+def test_a_wrong_forward_rule_is_found_against_the_pullback():
+    @mutagrad.primitive
+    def cube_with_wrong_jvp(x):
+        return x**3
+
+    mutagrad.defvjp(cube_with_wrong_jvp, lambda g, ans, x: 3 * x**2 * g)
+    check_rule(cube_with_wrong_jvp, np.array([0.5, 1.2]))  # no forward rule: no finding
+    mutagrad.defjvp(cube_with_wrong_jvp, lambda t, ans, x: 2 * x**2 * t)
+    with pytest.raises(AssertionError, match="forward rule: along a random direction"):
+        check_rule(cube_with_wrong_jvp, np.array([0.5, 1.2]))
+    mutagrad.defjvp(cube_with_wrong_jvp, lambda t, ans, x: 3 * x**2 * t)
+    check_rule(cube_with_wrong_jvp, np.array([0.5, 1.2]))

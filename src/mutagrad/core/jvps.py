@@ -83,6 +83,7 @@ class Elementwise(Derivation):
         def elementwise_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
             ndim = ans.ndim
             total = None
+            passed = False  # total is an argument's tangent itself (x + 1)
             for i, t in enumerate(tangents):
                 if t is None or i >= len(vjps) or vjps[i] is None:
                     continue
@@ -90,10 +91,13 @@ class Elementwise(Derivation):
                 c = vjps[i](g, ans, *args, **kwargs) if kwargs else vjps[i](g, ans, *args)
                 if c is None:
                     continue  # no derivative in this argument (an integer exponent)
-                if c is g:
-                    c = c.copy()  # (x + 1: the output never shares the input's tangent)
-                total = c if total is None else total + c
-            return total
+                if total is None:
+                    total, passed = c, c is g
+                else:
+                    total, passed = total + c, False
+            # The output never shares an argument's tangent (a write into one would change
+            # the other): copied only where no sum made a new array (x - y does not copy).
+            return total.copy() if passed and total is not None else total
 
         elementwise_jvp.kind = self.kind  # type: ignore[attr-defined]
         return elementwise_jvp

@@ -62,9 +62,10 @@ def missing_forward_rule_message(name: str, user_rule: str | None = None) -> str
         )
     elif user_rule == "rrule":
         fix = (
-            "  - a pullback gives cotangents and forward mode needs tangents: register the "
-            f"rule with mutagrad.defvjp({name}, ...) and mutagrad.defjvp({name}, ...) instead "
-            "of rrule;\n"
+            "  - an rrule works forward by transposing its pullback at a forward level alone "
+            "(jvp, jacfwd), not under other levels (hessian, hvp, a gradient call around): "
+            f"register the rule with mutagrad.defvjp({name}, ...) and "
+            f"mutagrad.defjvp({name}, ...) instead;\n"
         )
     else:
         fix = (

@@ -37,6 +37,12 @@ every way the rule can be wrong:
    between calls. The report says which write changed which cotangent, and
    the fix.
 
+5. **The forward rule**, where the rule has one (a ``defjvp``, or
+   mutagrad's own; an rrule's is its pullback transposed): along a random direction ``v`` of
+   the differentiated arguments, ``<dy, J v>`` by forward mode (``jvp``)
+   equals ``<J^T dy, v>`` from the pullback checked in 2. A rule without a
+   forward rule is no finding (forward mode refuses it by name).
+
 Everything found is raised as one ``AssertionError``.
 """
 
@@ -56,11 +62,13 @@ from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, UFUNC_RULE
 from mutagrad.custom import ClosureRule
 from mutagrad.diagnostics.messages import function_name
 from mutagrad.errors import (
+    MissingForwardRuleError,
     MutagradError,
     NotDifferentiableError,
     PoisonedCaptureError,
     SnapshotUnavailableError,
 )
+from mutagrad.forward import jvp
 from mutagrad.testing.finite_differences import fresh_copies, fresh_copy
 from mutagrad.testing.gradient_check import (
     ELEMENTWISE_LIMIT,
@@ -460,6 +468,7 @@ class _RuleChecker:
         everything = self.wrt
         full = self.run(everything, record=True)
         self.check_forward(full)
+        self.check_tangents(full)
         # All differentiated arguments together, then (when there are several) each
         # one alone: a vjp's undeclared read only shows when the others are constants.
         baselines = {everything: full}
@@ -487,6 +496,43 @@ class _RuleChecker:
         if key not in self._reported:
             self._reported.add(key)
             self.problems.append(text)
+
+    def check_tangents(self, outcome: _Outcome) -> None:
+        """The forward rule against the pullback: ``<dy, J v> == <J^T dy, v>``."""
+        if outcome.grads is None or not self.wrt or self.registered.kind == "rrule":
+            return  # (an rrule's forward rule is its pullback transposed: the same numbers)
+        rng = np.random.default_rng(self.seed + 1)
+        directions = {k: rng.normal(size=np.shape(self.args[k])) for k in self.wrt}
+
+        def objective(*traced: Any) -> Any:
+            call_args = fresh_copies(self.args)
+            for k, t in zip(self.wrt, traced):
+                call_args[k] = t
+            return self._pair(self.fn(*call_args, **self.kwargs))
+
+        try:
+            _, got = jvp(objective, [fresh_copy(self.args[k]) for k in self.wrt],
+                         [directions[k] for k in self.wrt])  # fmt: skip
+        except MissingForwardRuleError:
+            return  # no forward rule: forward mode refuses it by name
+        except Exception as error:
+            self.report("tangent", f"forward rule: jvp through the rule {self.name} raised "
+                        f"{type(error).__name__}: {str(error).splitlines()[0]}")  # fmt: skip
+            return
+        parts = [np.sum(np.asarray(outcome.grads[k], dtype=np.float64) * directions[k])
+                 for k in self.wrt if outcome.grads.get(k) is not None]  # fmt: skip
+        want = float(sum(parts))
+        got = float(got)
+        single = any(np.result_type(self.args[k]) != np.float64 for k in self.wrt)
+        tolerance = (1e-4 if single else 1e-8) * (abs(want) + sum(abs(p) for p in parts) + 1e-12)
+        if not abs(got - want) <= tolerance:
+            self.report(
+                "tangent",
+                f"forward rule: along a random direction v (seed={self.seed + 1}), "
+                f"<dy, J v> by jvp through the rule {self.name} is {got!r}, but the pullback "
+                f"gives <J^T dy, v> = {want!r}.\nFix: correct the forward rule (defjvp), or "
+                "the pullback if the finite differences above disagree with it too.",
+            )
 
     def check_forward(self, outcome: _Outcome) -> None:
         forward = outcome.forward

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import STATE, Trace, refuse_complex
-from mutagrad.core.jvps import kind_of
 from mutagrad.core.memory import Region
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.diagnostics.messages import missing_forward_rule_message
@@ -95,7 +94,7 @@ def _finished(t: Any, width: int, ans: Any, tangents: list[Any], jvp: Any) -> An
     dtype = cotangent_dtype(ans.dtype)
     if t.dtype != dtype:
         t = t.astype(dtype)
-    elif kind_of(jvp) != "elementwise":  # (elementwise jvps copy an argument's tangent they return)
+    else:
         for ti in tangents:
             if ti is not None and _aliases(t, ti):
                 return t.copy()
