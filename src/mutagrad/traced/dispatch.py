@@ -194,7 +194,7 @@ def ufunc_method(
         return mutation.ufunc_with_out(ufunc, method, inputs, kwargs)
     key = ufunc if method == "__call__" else (ufunc, method)
     rule = UFUNC_RULES.get(key)
-    active = any_active(inputs)
+    traced_initial = False
     if kwargs:
         # A traced where= mask is just data to numpy; a traced initial= of a reduce is a
         # value with a derivative, which its rule (rules.ufunc_methods) takes as such.
@@ -202,16 +202,20 @@ def ufunc_method(
         kwargs = unwrap(kwargs)
         if isinstance(initial, WrappedValue) and is_active(initial):
             kwargs["initial"] = initial
-            active = True
+            traced_initial = True
     if rule is not None:
-        if method == "__call__" and "where" in kwargs and active:
+        if (
+            method == "__call__"
+            and "where" in kwargs
+            and (traced_initial or any_active(inputs))
+        ):
             raise NotDifferentiableError(
                 f"{ufunc.__name__}(..., where=...) without out= leaves unwritten elements "
                 "uninitialised.\nFix: pass out= (an array holding the other values), or "
                 "use np.where(mask, result, other)."
             )
         return apply(rule, inputs, kwargs or None)
-    if key in NONDIFFERENTIABLE or not active:
+    if key in NONDIFFERENTIABLE or not (traced_initial or any_active(inputs)):
         return call_without_derivative(getattr(ufunc, method), inputs, kwargs)
     if rule_found_on_miss(key):  # SciPy's, registered when first met; a method derived
         return ufunc_method(ufunc, method, inputs, kwargs)
