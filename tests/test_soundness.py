@@ -196,6 +196,16 @@ def test_a_sequence_of_views_of_the_array_written_is_stored_in_numpy_s_order():
 
     check(rows_and_a_scalar, np.arange(1.0, 7.0).reshape(3, 2), expect=WRITES_REFUSED_IN_STRICT)
 
+    # x.setfield stores a list as x[...] = does; x.real = converts it to an array first
+    def by_setfield_and_real(x):
+        y = x * 1.0
+        y[:2].setfield([y[1], y[0]], y.dtype)
+        z = x * 2.0
+        z.real = [z[2], z[1], z[0]]
+        return np.sum((y + z) * np.arange(6.0).reshape(3, 2))
+
+    check(by_setfield_and_real, np.arange(1.0, 7.0).reshape(3, 2), expect=WRITES_REFUSED_IN_STRICT)
+
     def swap_rows_stacked(x):
         y = x * 1.0
         y[:2] = np.stack([y[1], y[0]])

@@ -588,11 +588,11 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
     if (
-        operation == "__setitem__"
+        operation in _STORES_SEQUENCES
         and mask is None
         and type(value) in (list, tuple)
         and holds_wrapped(value)
-        and _sequence_as_numpy_stores_it(w, key, value)
+        and _sequence_as_numpy_stores_it(w, key, value, operation)
     ):
         return
     value, raw_value, value_node, base = _checked_value(w, value, operation, trace)
@@ -625,7 +625,8 @@ def _checked_value(
     """Check the write (:func:`prepare_write`) and resolve the value: ``(value, its raw data,
     its node, w's base)``. A list of traced values is stacked first."""
     if type(value) in (list, tuple) and holds_wrapped(value):
-        _refuse_sequence_of_views(w, value, operation)
+        if operation != "x.real = ...":  # (numpy makes an array of that list first)
+            _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
     wrapped_value = isinstance(value, WrappedValue)
     if wrapped_value and trace is None:
@@ -773,19 +774,29 @@ def _sequence_leaves(value: Any) -> Any:
             yield v
 
 
-def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any) -> bool:
-    """``w[key] = [a, b, ...]`` where an element shares ``w``'s memory, in numpy's order: numpy
-    stores the sequence one element at a time (``x[:2] = [x[1], x[0]]`` leaves both rows
-    equal to the old ``x[1]``). False, nothing done, where no element shares it."""
+# The writes numpy performs from a list element by element (x.real = [...] converts the
+# list to an array first: buffered, so it is stacked as any list).
+_STORES_SEQUENCES = frozenset({"__setitem__", "x.setfield()"})
+
+
+def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any, operation: str) -> bool:
+    """``w[key] = [a, b, ...]`` (or ``w.setfield([...], w.dtype)``) where an element shares
+    ``w``'s memory, in numpy's order: numpy stores the sequence one element at a time
+    (``x[:2] = [x[1], x[0]]`` leaves both rows equal to the old ``x[1]``). False, nothing
+    done, where no element shares it."""
     leaves = list(_sequence_leaves(value))
     if not any(isinstance(v, WrappedArray) for v in leaves):
         return False
-    np.empty(w.shape, w.dtype)[key] = unwrap(value)  # numpy's own errors first
 
     def store(target: np.ndarray, numbered: list[Any]) -> None:
-        target[key] = _with_leaves(value, iter(numbered))
+        rebuilt = _with_leaves(value, iter(numbered))
+        if operation == "__setitem__":
+            target[key] = rebuilt
+        else:
+            target.setfield(rebuilt, target.dtype)
 
-    return copy_several_as_numpy_does(w, leaves, store, "__setitem__")
+    store(np.empty(w.shape, w.dtype), [unwrap(v) for v in leaves])  # numpy's own errors first
+    return copy_several_as_numpy_does(w, leaves, store, operation)
 
 
 def _with_leaves(value: Any, leaves: Any) -> Any:
