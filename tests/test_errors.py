@@ -1183,6 +1183,18 @@ def snapshot_under_two_forward_levels():
 
 
 @trigger
+def tangent_used_in_another_thread():
+    def f(x):
+        box = []
+        worker = threading.Thread(target=lambda: box.append(np.cos(x)))
+        worker.start()
+        worker.join()
+        return x * 2
+
+    mutagrad.jvp(f, (X,), (X,))
+
+
+@trigger
 def reduce_with_a_differentiated_initial_in_forward_mode():
     mutagrad.jvp(lambda x: np.add.reduce(x, initial=x[0]), (X,), (X,))
 

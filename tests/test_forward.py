@@ -70,7 +70,18 @@ PROGRAMS = {
     "norm": lambda x: np.linalg.norm(x) * x + np.linalg.norm(x.reshape(2, 3), axis=1).sum(),
     "slogdet": lambda x: np.linalg.slogdet(x[:4].reshape(2, 2) + 2 * np.eye(2))[1] * x,
     "loop": loop_program,
+    "factorizations": lambda x: _factorizations(x),
 }
+
+
+def _factorizations(x):
+    m = np.zeros_like(x, shape=(3, 3))
+    m[np.triu_indices(3)] = x  # numpy reads one triangle: the other holds its own values
+    m[np.tril_indices(3, -1)] = 0.1 * x[:3]
+    a = m + 4 * np.eye(3)
+    values, vectors = np.linalg.eigh(a)
+    return np.concatenate([np.linalg.cholesky(a).ravel(), values, (vectors * vectors[0]).ravel(),
+                           np.linalg.cholesky(a, upper=True)[0]])  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -466,3 +477,17 @@ def test_a_missing_forward_rule_is_its_own_error_class():
     with pytest.raises(mg.MissingForwardRuleError):
         mg.jvp(lambda x: np.pad(x, 1), (X,), (X,))
     assert issubclass(mg.MissingForwardRuleError, mg.MissingRuleError)
+
+
+def test_a_value_with_a_tangent_used_in_another_thread_is_refused():
+    import threading
+
+    def f(x):
+        box = []
+        worker = threading.Thread(target=lambda: box.append(np.cos(x)))
+        worker.start()
+        worker.join()
+        return x * 2  # (box[0] would be a constant: its tangent lost)
+
+    with pytest.raises(mg.NotDifferentiableError, match="thread"):
+        mg.jvp(f, (X,), (np.ones(6),))

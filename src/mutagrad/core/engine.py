@@ -242,6 +242,21 @@ def refuse_other_thread(tape: Tape, operation: str, site: Site | None) -> None:
     raise error
 
 
+def refuse_other_thread_tangent(levels: tuple[Any, ...], operation: str, site: Site | None) -> None:
+    """Refuse a value with a tangent at one of the forward ``levels`` used in a thread the
+    level does not trace (as :func:`refuse_other_thread` for a tape): forward mode
+    would take it for a constant there, with a zero tangent."""
+    here = get_ident()
+    running = [t for t in RUNNING if t in levels]
+    if not running or any(t.thread == here for t in running):
+        return
+    error = NotDifferentiableError(other_thread_message(operation, site, running[-1].thread))
+    holder: Any = running[-1].tape if running[-1].tape is not None else running[-1]
+    if holder.other_thread_error is None:
+        holder.other_thread_error = error
+    raise error
+
+
 def refuse_other_thread_write(trace: Trace, operation: str, site: Site | None) -> None:
     """Refuse an in-place write recorded from a thread other than the one ``trace`` runs in."""
     error = NotDifferentiableError(other_thread_write_message(operation, site, trace.thread))

@@ -710,7 +710,30 @@ def cholesky_vjp(g, ans, a, upper=False):
     return from_triangle(symmetric, lower=not upper)
 
 
-CHOLESKY = VjpRule("linalg.cholesky", np.linalg.cholesky, (cholesky_vjp,), ((ANS,),))
+def to_triangle(t, lower):
+    """The symmetric matrix numpy sees when it reads one triangle of ``t`` (the other is
+    ignored): the tangent of a matrix argument of cholesky or eigh, batched or not."""
+    if lower:
+        return np.tril(t) + _mT(np.tril(t, -1))
+    return np.triu(t) + _mT(np.triu(t, 1))
+
+
+@hand
+def cholesky_jvp(tangents, ans, args, kwargs):
+    """dL = L phi(L^-1 da L^-T), phi the lower triangle with half the diagonal (as above)."""
+    upper = bool((kwargs or {}).get("upper", False))
+    lower = _mT(ans) if upper else ans
+    inverse = np.linalg.inv(lower)
+    da = to_triangle(tangents[0], lower=not upper)
+    inner = np.matmul(inverse, np.matmul(da, _mT(inverse)))
+    n = np.shape(inner)[-1]
+    dl = np.matmul(lower, np.tril(inner, -1) + inner * (np.eye(n) / 2))
+    return _mT(dl) if upper else dl
+
+
+CHOLESKY = VjpRule(
+    "linalg.cholesky", np.linalg.cholesky, (cholesky_vjp,), ((ANS,),), jvp=cholesky_jvp
+)
 
 
 @implements(np.linalg.cholesky)
@@ -738,12 +761,38 @@ def _eigenvectors_vjp(g, ans, a, UPLO="L"):
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
+def _projected(t, a, uplo):
+    """``V^T da V`` for each direction, the eigenvectors of ``a`` and its eigenvalues."""
+    values, vectors = np.linalg.eigh(a, uplo)
+    da = to_triangle(t, lower=uplo.upper() == "L")
+    return np.matmul(_mT(vectors), np.matmul(da, vectors)), values, vectors
+
+
+@hand
+def _eigenvalues_jvp(tangents, ans, args, kwargs):
+    # d lambda_i = v_i^T da v_i: the diagonal of V^T da V.
+    projected, _, _ = _projected(tangents[0], args[0], (kwargs or {}).get("UPLO", "L"))
+    return np.diagonal(projected, axis1=-2, axis2=-1)
+
+
+@hand
+def _eigenvectors_jvp(tangents, ans, args, kwargs):
+    # dV = V (F o (V^T da V)), F_ij = 1 / (lambda_j - lambda_i) off the diagonal.
+    projected, values, vectors = _projected(tangents[0], args[0], (kwargs or {}).get("UPLO", "L"))
+    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
+    n = np.shape(values)[-1]
+    f = (1 - np.eye(n)) / (gaps + np.eye(n))
+    return np.matmul(vectors, f * projected)
+
+
 EIGENVALUES = VjpRule(
-    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], (_eigenvalues_vjp,), ((0,),)
-)
+    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], (_eigenvalues_vjp,), ((0,),),
+    jvp=_eigenvalues_jvp,
+)  # fmt: skip
 EIGENVECTORS = VjpRule(
-    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], (_eigenvectors_vjp,), ((0,),)
-)
+    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], (_eigenvectors_vjp,), ((0,),),
+    jvp=_eigenvectors_jvp,
+)  # fmt: skip
 EIGH_RESULT = type(np.linalg.eigh(np.eye(1)))
 
 

@@ -46,6 +46,7 @@ from mutagrad.core.engine import (
     STATE,
     Node,
     refuse_other_thread,
+    refuse_other_thread_tangent,
 )
 from mutagrad.core.record import push
 from mutagrad.core.regions import VIEW_READ
@@ -984,6 +985,9 @@ def check_thread(w: WrappedValue, operation: str) -> None:
         if isinstance(trace, engine.ForwardTrace) and trace.sealed is n.tape:
             raise NotDifferentiableError(forwarddiff_closure_message(user_site(3)))
         refuse_other_thread(n.tape, operation, user_site(3))
+    holder = base if base is not None else w
+    if holder._tangents and not w._flags & DETACHED:  # (a forward level's value)
+        refuse_other_thread_tangent(tuple(holder._tangents), operation, user_site(3))
 
 
 def runs_elsewhere(w: WrappedValue) -> bool:
