@@ -22,6 +22,7 @@ from hypothesis import settings
 import mutagrad
 from mutagrad.testing import fuzz
 from mutagrad.testing.fuzz import (
+    FORWARD,
     SETUPS,
     STEP_KINDS,
     Blueprint,
@@ -51,6 +52,18 @@ def test_no_program_gets_a_silently_wrong_gradient_or_a_crash(chunk):
             pytest.fail(
                 f"{first.outcome.value} in {first.mode} (program {index} of seed {SEED}):\n"
                 f"{small.program}\n{details}"
+            )
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_no_program_gets_a_silently_wrong_tangent_or_a_crash_in_forward_mode(chunk):
+    for index in range(chunk, PROGRAMS // 4, CHUNKS):  # (a quarter: jvp only, one call each)
+        verdict = judge(generate(program_rng(SEED, index)), (FORWARD,))
+        if verdict.findings:
+            first = verdict.findings[0]
+            pytest.fail(
+                f"{first.outcome.value} in forward mode (program {index} of seed {SEED}):\n"
+                f"{verdict.program}\n  {first.detail}"
             )
 
 
@@ -106,6 +119,15 @@ def test_a_planted_wrong_gradient_is_wrong(monkeypatch):
     verdict = judge(SMOOTH)
     assert outcomes(verdict) == dict.fromkeys(fuzz.MODES, Outcome.WRONG)
     assert verdict.results[0].detail.startswith("gradient of a0: ")
+
+
+def test_forward_mode_is_judged_on_request_against_the_directional_derivative():
+    assert judge(SMOOTH, (FORWARD,)).outcome(FORWARD) is Outcome.RIGHT
+    assert judge(WRITES, (*fuzz.MODES, FORWARD)).outcome(FORWARD) is Outcome.RIGHT
+    source = "def f(x):\n    return np.sum(mutagrad.ignore_derivatives(x) * x)"
+    verdict = judge(program(source, [0.3, -1.2, 2.1]), (FORWARD,))
+    assert verdict.outcome(FORWARD) is Outcome.WRONG
+    assert verdict.results[0].detail.startswith("gradient of the inputs: jvp ")
 
 
 def test_a_gradient_that_only_the_program_gets_wrong_is_wrong():

@@ -36,6 +36,9 @@ a silently wrong number:
 * ``python -m mutagrad.testing.fuzz --count N --seed S [--jobs J] [--out FILE]``
   judges N random programs, prints the outcomes per mode and the source of
   every WRONG and crashing program (minimised), and writes those to FILE.
+  ``--forward`` adds forward mode's column: ``jvp`` of the program along a
+  random direction of its inputs against the finite-difference directional
+  derivative (:data:`FORWARD`, which :func:`judge` also takes).
 
 Programs are built so that central finite differences are a reliable
 reference: smooth operations, input elements drawn from a grid that keeps
@@ -85,7 +88,7 @@ from mutagrad.testing.fuzz.cli import (
 )
 from mutagrad.testing.fuzz.grammar import generate, render
 from mutagrad.testing.fuzz.minimise import minimise
-from mutagrad.testing.fuzz.oracle import MODES, Verdict, discard_reason, judge
+from mutagrad.testing.fuzz.oracle import FORWARD, MODES, Verdict, discard_reason, judge
 from mutagrad.testing.fuzz.program import Program
 from mutagrad.testing.fuzz.refusals import refusal_breakdown, refusal_reason
 from mutagrad.testing.verdicts import ModeResult, Outcome
@@ -94,6 +97,7 @@ __all__ = [
     "CHOICES_PER_STEP",
     "CHOICE_RANGE",
     "ENDING_COUNT",
+    "FORWARD",
     "FUZZ_GRAMMAR",
     "MODES",
     "SETUPS",

@@ -23,7 +23,7 @@ import attrs
 from mutagrad.testing import arguments
 from mutagrad.testing.fuzz.grammar import generate
 from mutagrad.testing.fuzz.minimise import minimise
-from mutagrad.testing.fuzz.oracle import MODES, Verdict, judge
+from mutagrad.testing.fuzz.oracle import FORWARD, MODES, Verdict, judge
 from mutagrad.testing.fuzz.refusals import breakdown_table, refusal_breakdown
 from mutagrad.testing.verdicts import SILENTLY_WRONG, ModeResult, Outcome
 
@@ -47,17 +47,20 @@ def program_rng(seed: int, index: int) -> random.Random:
     return random.Random(f"{seed}:{index}")
 
 
-def _run_one(task: tuple[int, int, int, float, bool]) -> _Run:
-    seed, index, max_statements, seconds, shrink = task
+_Task = tuple[int, int, int, float, bool, tuple[str, ...]]
+
+
+def _run_one(task: _Task) -> _Run:
+    seed, index, max_statements, seconds, shrink, modes = task
     program = generate(program_rng(seed, index), max_statements)
-    verdict = judge(program, MODES, seconds)
+    verdict = judge(program, modes, seconds)
     if not (shrink and verdict.findings):
         return _Run(index, verdict)
     small = minimise(program, verdict.findings[0].mode, seconds)
-    return _Run(index, verdict, judge(small, MODES, seconds))
+    return _Run(index, verdict, judge(small, modes, seconds))
 
 
-def _runs(tasks: list[tuple[int, int, int, float, bool]], jobs: int) -> Iterator[_Run]:
+def _runs(tasks: list[_Task], jobs: int) -> Iterator[_Run]:
     if jobs <= 1:
         yield from map(_run_one, tasks)
         return
@@ -90,7 +93,7 @@ def fuzz_figures(
     count: int, seed: int = 0, jobs: int = 1, max_statements: int = 10, seconds: float = 10.0
 ) -> FuzzFigures:
     """Judge ``count`` random programs (unminimised) and count the failures per mode."""
-    tasks = [(seed, index, max_statements, seconds, False) for index in range(count)]
+    tasks = [(seed, index, max_statements, seconds, False, MODES) for index in range(count)]
     verdicts = [run.verdict for run in _runs(tasks, jobs)]
     judged = [v for v in verdicts if v.discarded is None]
 
@@ -102,21 +105,21 @@ def fuzz_figures(
     return FuzzFigures(count, len(judged), seed, wrong, crashed, refusals)
 
 
-def summary_table(verdicts: Sequence[Verdict]) -> str:
-    """Counts of each outcome in each mode, of discarded programs by reason, and of refusals
-    by reason in each mode."""
+def summary_table(verdicts: Sequence[Verdict], modes: Sequence[str] = MODES) -> str:
+    """Counts of each outcome in each mode (and forward mode's column, where it was judged),
+    of discarded programs by reason, and of refusals by reason in each mode."""
     judged = [v for v in verdicts if v.discarded is None]
     lines = [
         f"programs: {len(verdicts)} ({len(judged)} judged, {len(verdicts) - len(judged)} discarded)"
     ]
-    lines.append(f"{'outcome':<14}" + "".join(f"{mode:>10}" for mode in MODES))
+    lines.append(f"{'outcome':<14}" + "".join(f"{mode:>10}" for mode in modes))
     for outcome in JUDGED_OUTCOMES:
-        counts = [sum(v.outcome(mode) is outcome for v in judged) for mode in MODES]
+        counts = [sum(v.outcome(mode) is outcome for v in judged) for mode in modes]
         lines.append(f"{outcome.value:<14}" + "".join(f"{n:>10}" for n in counts))
     reasons = Counter(v.discarded.split(":")[0] for v in verdicts if v.discarded is not None)
     lines += [f"discarded: {n:>5}  {reason}" for reason, n in reasons.most_common()]
     breakdown = refusal_breakdown(r for v in judged for r in v.results)
-    return "\n".join(lines + breakdown_table(breakdown, MODES))
+    return "\n".join(lines + breakdown_table(breakdown, tuple(modes)))
 
 
 def _describe(verdict: Verdict) -> str:
@@ -173,11 +176,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-minimise", action="store_true", help="report failing programs as drawn"
     )
+    parser.add_argument(
+        "--forward",
+        action="store_true",
+        help="judge forward mode too: jvp along a random direction against finite differences",
+    )
     options = parser.parse_args(argv)
+    modes = (*MODES, FORWARD) if options.forward else MODES
     tasks = [
-        (options.seed, index, options.max_statements, options.time_limit, not options.no_minimise)
+        (options.seed, index, options.max_statements, options.time_limit,
+         not options.no_minimise, modes)
         for index in range(options.count)
-    ]
+    ]  # fmt: skip
     runs: list[_Run] = []
     for run in _runs(tasks, options.jobs):
         runs.append(run)
@@ -185,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"judged {len(runs)} of {options.count}", file=sys.stderr)
     failing = [run for run in runs if run.verdict.findings]
     reports = [finding_report(run, options.seed) for run in failing]
-    summary = summary_table([run.verdict for run in runs])
+    summary = summary_table([run.verdict for run in runs], modes)
     print("\n\n".join([*reports, summary]))
     if options.out is not None:
         options.out.write_text("\n\n".join([summary, *reports]) + "\n")

@@ -32,7 +32,7 @@ from mutagrad.testing.fuzz.program import PROGRAM_FILENAME, Program
 from mutagrad.testing.limits import ProgramTimeout, isolated, time_limit
 from mutagrad.testing.verdicts import ModeResult, Outcome
 
-__all__ = ["MODES", "ModeResult", "Outcome", "Verdict", "discard_reason", "judge"]
+__all__ = ["FORWARD", "MODES", "ModeResult", "Outcome", "Verdict", "discard_reason", "judge"]
 
 MODES: tuple[str, ...] = tuple(modes.MODES)
 
@@ -343,6 +343,51 @@ def _judge_result(
     return ModeResult(mode, Outcome.RIGHT)
 
 
+#: The forward-mode column (``--forward``): not a mode of a gradient call, ``jvp`` itself.
+FORWARD = "forward"
+
+
+def _judge_forward(program: Program, reference: _Reference, seconds: float) -> ModeResult:
+    """``jvp`` of the program, as a function of its inputs, along a random direction, against
+    the finite-difference directional derivative (the two estimates' gradients times it).
+
+    The program's arguments (views of the inputs, containers) are made inside
+    the forward call, from the traced inputs, so the caller's arrays are not
+    compared here: a view made outside ``f`` is made inside ``jvp``.
+    """
+    inputs = program.fresh_inputs()
+    rng = np.random.default_rng(sum(map(ord, program.source)))
+    directions = [rng.normal(size=x.shape) for x in inputs]
+    try:
+        with _quiet(), time_limit(seconds):
+            value, tangent = isolated(mutagrad.jvp, program.fn, inputs, directions)
+    except mutagrad.MutagradError as error:
+        return ModeResult(FORWARD, Outcome.REFUSED, _first_line(error), type(error).__name__)
+    except ProgramTimeout as error:
+        return ModeResult(FORWARD, Outcome.TIMEOUT, str(error))
+    except Exception as error:
+        detail = f"{_first_line(error)} (at {_where(error, program.source)})"
+        return ModeResult(FORWARD, Outcome.CRASH, detail, type(error).__name__)
+    tolerance = reference.tolerance
+    try:
+        value, tangent = _as_float(value), _as_float(tangent)
+    except (TypeError, ValueError):
+        return ModeResult(FORWARD, Outcome.VALUE_DIFFERS, f"the value {value!r} is not real")
+    if not abs(value - reference.value) <= tolerance.value_rtol * max(1.0, abs(reference.value)):
+        detail = f"value {value!r}, numpy gives {reference.value!r}"
+        return ModeResult(FORWARD, Outcome.VALUE_DIFFERS, detail)
+    # The directional derivative sums the gradient's entries: its scale is theirs.
+    scale = sum(float(np.sum(np.abs(g * d))) for g, d in zip(reference.estimates[0], directions))
+    wanted = [sum(float(np.sum(g * d)) for g, d in zip(estimate, directions))
+              for estimate in reference.estimates]  # fmt: skip
+    atol = tolerance.gradient_atol * max(1.0, scale)
+    rtol = tolerance.gradient_rtol
+    if not any(abs(tangent - want) <= atol + rtol * abs(want) for want in wanted):
+        detail = f"jvp {tangent!r}, finite differences give {wanted[0]!r} along a random direction"
+        return ModeResult(FORWARD, Outcome.WRONG, f"gradient of the inputs: {detail}")
+    return ModeResult(FORWARD, Outcome.RIGHT)
+
+
 def discard_reason(program: Program) -> str | None:
     """Why :func:`judge` would discard ``program`` (numpy rejects it, it is not smooth at its
     input, ...), or ``None`` when plain numpy gives a reference to judge it by."""
@@ -355,7 +400,11 @@ def judge(program: Program, modes: Sequence[str] = MODES, seconds: float = 10.0)
     reference = _reference(program)
     if isinstance(reference, str):
         return Verdict(program, discarded=reference)
-    results = tuple(_judge_mode(program, m, reference, seconds) for m in modes)
+    results = tuple(
+        _judge_forward(program, reference, seconds) if m == FORWARD
+        else _judge_mode(program, m, reference, seconds)
+        for m in modes
+    )  # fmt: skip
     disputed = any(
         r.outcome is Outcome.WRONG and r.detail.startswith("gradient of") for r in results
     )
