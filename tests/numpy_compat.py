@@ -2,9 +2,9 @@
 its version string, so that each test follows the numpy it runs on.
 
 * ``EIG_IS_COMPLEX``: numpy 2.5's ``np.linalg.eig`` returns complex eigenvalues and
-  eigenvectors for every matrix, real ones included. mutagrad refuses complex values until
-  it differentiates complex code (issue 22): the tests that need a real eig are skipped
-  there with :data:`needs_real_eig`, which says so.
+  eigenvectors for every matrix, real ones included. The tests written for real results
+  (they return sums of them, which are then complex) are skipped there with
+  :data:`needs_real_eig`; the complex results are tested in tests/rules/test_complex.py.
 * ``CROSS_TAKES_2D``: ``np.cross`` of 2-component vectors, deprecated in numpy 2.0,
   refused from 2.5.
 * ``UNIQUE_TAKES_SORTED``: ``np.unique(..., sorted=)``, from numpy 2.3.
@@ -22,8 +22,8 @@ EIG_IS_COMPLEX = np.linalg.eig(np.diag([1.0, 2.0])).eigenvalues.dtype.kind == "c
 
 needs_real_eig = pytest.mark.skipif(
     EIG_IS_COMPLEX,
-    reason="this numpy's np.linalg.eig returns complex values for every matrix (numpy 2.5), "
-    "and mutagrad differentiates real code only until issue 22 (complex differentiation)",
+    reason="this numpy's np.linalg.eig returns complex values for every matrix (numpy 2.5): "
+    "this test returns sums of real eigen-results; tests/rules/test_complex.py covers eig there",
 )
 
 

@@ -38,9 +38,6 @@ X = np.array([1.0, 2.0, 3.0, 4.0])
 
 # Raise sites no program can reach, with the reason (file name, enclosing function).
 UNREACHABLE = {
-    ("linalg.py", "slogdet"): "a traced complex matrix is refused where it is made",
-    ("linalg.py", "norm"): "a traced complex array is refused where it is made",
-    ("factorizations.py", "_refuse_complex"): "a traced complex matrix is refused where it is made",
     ("memory.py", "__init__"): "x.view(other_dtype) of a traced array is refused first",
     ("memory.py", "element"): "views made by numpy operations stay on their base's grid",
     ("mutation.py", "_value_positions"): (
@@ -717,8 +714,39 @@ def view_changing_dtype_inside_a_view():
 
 
 @trigger
-def complex_value_from_a_traced_input():
-    mutagrad.gradient(lambda x: np.sum(np.abs(x * 1j)), X)
+def complex_value_in_a_rule_for_real_values():
+    mutagrad.gradient(lambda x: np.sum(np.abs(np.correlate(x * 1j, x))), X)
+
+
+@trigger
+def complex_matrix_in_a_factorization():
+    mutagrad.gradient(lambda x: np.sum(np.abs(np.linalg.qr(np.outer(x, x) * 1j)[1])), X)
+
+
+@trigger
+def loss_that_depends_on_the_phase_of_complex_eigenvectors():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
+    mutagrad.gradient(lambda a: np.sum(np.real(np.linalg.eig(a)[1])), rotation)
+
+
+@trigger
+def holomorphic_derivative_of_a_function_that_is_not():
+    mutagrad.grad(lambda z: np.conj(z) * z, holomorphic=True)(1 + 2j)
+
+
+@trigger
+def holomorphic_derivative_of_a_real_argument():
+    mutagrad.grad(lambda z: z * z, holomorphic=True)(1.0)
+
+
+@trigger
+def jacobian_of_complex_values():
+    mutagrad.jacobian(lambda x: x * 1j, X)
+
+
+@trigger
+def hessian_of_complex_arguments():
+    mutagrad.hessian(lambda z: np.sum(np.abs(z) ** 2), X * 1j)
 
 
 @trigger
@@ -1023,8 +1051,13 @@ def masked_array_argument():
 
 
 @trigger
-def complex_array_argument():
-    mutagrad.gradient(lambda z: 1.0, np.array([1.0 + 2.0j]))
+def object_array_argument():
+    mutagrad.gradient(lambda z: 1.0, np.array([1.0, 2.0], dtype=object))
+
+
+@trigger
+def complex_output_of_a_gradient():
+    mutagrad.gradient(lambda z: np.sum(z * z), np.array([1.0 + 2.0j]))
 
 
 @trigger

@@ -52,6 +52,7 @@ from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import FLAT_TUPLE, flatten
 from mutagrad.diagnostics.messages import (
     PLAIN_SUBCLASSES,
+    complex_output_message,
     frozen_write_message,
     leaf_message,
     not_callable_message,
@@ -98,9 +99,9 @@ class WithGradient(_WithGradientFields):
 def _is_differentiable_leaf(x: Any) -> bool:
     if isinstance(x, (bool, np.bool_)):
         return False
-    if isinstance(x, (int, float, np.integer, np.floating, WrappedValue)):
+    if isinstance(x, (int, float, complex, np.integer, np.inexact, WrappedValue)):
         return True
-    return isinstance(x, np.ndarray) and x.dtype.kind in "iuf"
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iufc"
 
 
 # Arguments that get no gradient, as Zygote's `nothing`: no numbers in them.
@@ -357,7 +358,7 @@ class GradientCall:
         ``x`` itself where it passes through undifferentiated (a string, None)."""
         outer = None
         w: WrappedValue
-        if type(x) is np.ndarray and x.dtype.kind in "iuf":
+        if type(x) is np.ndarray and x.dtype.kind in "iufc":
             w = self._wrap_callers_array(x)
         elif not _is_differentiable_leaf(x):
             if not passes_through(x):
@@ -383,7 +384,8 @@ class GradientCall:
         elif isinstance(x, (int, np.integer)):
             w = wrap(np.int64(x))
         else:
-            w = wrap(np.float64(x) if isinstance(x, float) else x)
+            w = wrap(np.float64(x) if isinstance(x, float) else
+                     np.complex128(x) if isinstance(x, complex) else x)  # fmt: skip
         self.inputs.append(self._link(w, x, outer))
         return w
 
@@ -553,8 +555,9 @@ class GradientCall:
         stop.update(self.param_nodes)
         return stop
 
-    def output_node(self, out: Any, what: str) -> Node | None:
-        """The node of the scalar ``f`` returned (None for a constant); raises for non-scalars."""
+    def output_node(self, out: Any, what: str, holomorphic: bool = False) -> Node | None:
+        """The node of the scalar ``f`` returned (None for a constant); raises for non-scalars,
+        and for a complex one unless the caller asked for a holomorphic derivative."""
         check_not_open_buffer(out, what)
         if not isinstance(out, WrappedValue):
             if isinstance(out, (bool, np.bool_)) and self.inputs_active():
@@ -580,6 +583,8 @@ class GradientCall:
                 "Fix: reduce it (np.sum(y)), or use mutagrad.jacobian for array outputs."
             )
         node = node_of(out, self.tape)
+        if out.dtype.kind == "c" and not holomorphic and (node is not None or self.inputs_active()):
+            raise NotDifferentiableError(complex_output_message(what))
         if node is None and out.dtype.kind in "biu" and self.inputs_active():
             raise NotDifferentiableError(
                 f"{what} needs f to return a floating-point number, but it returned "
@@ -764,6 +769,39 @@ def first_output(out: Any) -> Any:
     return out[0] if not isinstance(out, WrappedValue) and isinstance(out, tuple) else out
 
 
+def check_holomorphic(call: GradientCall, node: Node | None, seed: Any, first: Any,
+                      caller: str) -> None:  # fmt: skip
+    """Refuse ``holomorphic=True`` for real arguments, or where ``f`` is not holomorphic.
+
+    ``first`` is the sweep of ``seed``; the sweep of ``1j * seed`` must be ``1j`` times it.
+    """
+    if any(n is not None and n.dtype.kind != "c" for n in call.inputs) or call.param_nodes:
+        raise NotDifferentiableError(
+            f"{caller}(..., holomorphic=True) differentiates a complex function of complex "
+            "arguments, but an argument is real.\n"
+            "Fix: pass complex arguments (x.astype(complex)), or drop holomorphic=True for "
+            "a real-valued f."
+        )
+    if node is None or first is None:
+        return
+    turned = call.sweep(node, seed * 1j)
+    assert turned is not None  # (a sweep from a node)
+    for leaf, n in zip(call.leaves, call.inputs):
+        if n is None:
+            continue
+        g = np.asarray(input_gradient(leaf, n, first))
+        h = np.asarray(input_gradient(leaf, n, turned))
+        scale = max(float(np.max(np.abs(g), initial=0.0)), np.finfo(g.dtype).tiny)
+        if not np.all(np.abs(h - 1j * g) <= 1e-8 * scale):
+            raise NotDifferentiableError(
+                f"{caller}(..., holomorphic=True): f is not holomorphic at these arguments (its "
+                "change depends on the direction of the change in z, as that of np.conj, "
+                "np.abs or z.real does), so it has no complex derivative f'(z).\n"
+                "Fix: differentiate a real-valued function of z (np.abs(f(z)) ** 2, "
+                "np.real(f(z))), or take mutagrad.jacobian of np.real(f(z)) and np.imag(f(z))."
+            )
+
+
 def scalar_seed(node: Node) -> Any:
     """The cotangent 1 of a scalar output (of one element, shaped as the output)."""
     one = cotangent_dtype(node.dtype).type(1.0)
@@ -800,16 +838,29 @@ def call_with_gradient(
     kwargs: dict[str, Any] | None,
     mode: str | Mode | None,
     caller: str,
+    holomorphic: bool = False,
 ) -> WithGradient:
-    """:func:`withgradient`'s work; ``caller`` is the entry point its error messages name."""
+    """:func:`withgradient`'s work; ``caller`` is the entry point its error messages name.
+
+    ``holomorphic``: ``f`` is a complex function of complex arguments and the
+    result is ``f'(z)``, the pullback of the cotangent 1 (JAX's
+    ``holomorphic=True``). A second sweep, of the cotangent ``1j``, must give
+    ``1j`` times the first, as it does exactly when ``f`` is holomorphic at
+    the arguments; otherwise the call raises rather than return a number
+    that is no derivative.
+    """
     params = implicit_parameters(f, args, caller)
     call = GradientCall(args if params is None else (), mode, params=params)
     try:
         out = call.run(f, kwargs)
         if not isinstance(out, WrappedValue):  # else output_node checks it
             check_not_open_buffer(out, "f")
-        node = call.output_node(first_output(out), caller)
-        grads = call.gradients(call.sweep(node, scalar_seed(node) if node is not None else None))
+        node = call.output_node(first_output(out), caller, holomorphic)
+        seed = scalar_seed(node) if node is not None else None
+        bk = call.sweep(node, seed)
+        if holomorphic:
+            check_holomorphic(call, node, seed, bk, caller)
+        grads = call.gradients(bk)
         bytes_copied = call.tape.bytes_copied
         bytes_guarded = call.tape.guard_bytes
     finally:

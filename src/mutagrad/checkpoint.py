@@ -101,6 +101,7 @@ class CheckpointRule(Rule):
     """A segment whose pullback recomputes it; ``node.aux`` holds ``f`` and its saved inputs."""
 
     __slots__ = ()
+    handles_complex = True  # (the recomputed nodes are checked one by one)
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         kw = node.aux

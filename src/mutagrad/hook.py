@@ -33,6 +33,7 @@ class HookRule(Rule):
     """Identity in the forward pass; calls the user's function on the cotangent."""
 
     __slots__ = ()
+    handles_complex = True  # (the user's function sees the complex cotangent as it is)
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (inp,) = node.inputs

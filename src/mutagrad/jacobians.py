@@ -34,7 +34,7 @@ from mutagrad.call import (
 from mutagrad.core.engine import STATE, ZERO, BackwardPass, Node, collector_paused
 from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
-from mutagrad.diagnostics.messages import leaf_message
+from mutagrad.diagnostics.messages import complex_jacobian_message, leaf_message
 from mutagrad.diagnostics.sites import with_article
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
@@ -56,7 +56,7 @@ def _argument_kind(x: Any) -> str:
     data = x._raw if isinstance(x, WrappedValue) else x
     if isinstance(data, np.ndarray):
         return _MATRIX if data.dtype.kind in "biufc" else _NONE
-    if isinstance(data, (int, float, np.integer, np.floating)):
+    if isinstance(data, (int, float, complex, np.integer, np.floating, np.complexfloating)):
         return _VECTOR
     return _NONE
 
@@ -95,6 +95,8 @@ def _output(
             "count, an index).\n"
             "Fix: return the quantity itself, e.g. x rather than x > 0."
         )
+    if dtype.kind == "c" and (node is not None or call.inputs_active()):
+        raise NotDifferentiableError(complex_jacobian_message(caller))
     return node, shape, dtype
 
 
@@ -248,12 +250,26 @@ def call_with_jacobian(
     return WithJacobian(nested_output(out, call), grad)
 
 
+def refuse_complex_arguments(args: Any, caller: str) -> None:
+    """A Hessian is of real functions of real variables: refuse complex arguments by name."""
+    leaves = flatten(args)[0]
+    if any(isinstance(leaf, (WrappedValue, np.ndarray, np.number, complex))
+           and _dtype_of(leaf).kind == "c" for leaf in leaves):  # fmt: skip
+        raise NotDifferentiableError(
+            f"{caller} of a function of complex arguments: its gradient is complex, and a "
+            "Jacobian of complex values from real sweeps would miss half of it.\n"
+            "Fix: pass the real and imaginary parts as real arguments, "
+            "f(x + 1j * y), and take the Hessian in (x, y)."
+        )
+
+
 def zygote_hessian(
     f: Callable[..., Any], x: Any, mode: str | None, kwargs: dict[str, Any], caller: str
 ) -> Any:
     """Zygote's ``hessian(f, x)``: for an array ``x`` (any shape) a square matrix of side
     ``x.size``, ``H[i, j] = ∂²f / ∂x.flat[i] ∂x.flat[j]``; for a number a number. The
     Jacobian of the gradient: one forward pass and one sweep per element of ``x``."""
+    refuse_complex_arguments((x,), caller)
     if _argument_kind(x) == _NONE:
         if not passes_through(x):
             raise NotDifferentiableError(leaf_message(x, f"the argument of {caller}"))
@@ -294,6 +310,7 @@ def diaghessian(
     element of the array and number arguments. Keyword arguments are passed
     to ``f`` and not differentiated.
     """
+    refuse_complex_arguments(args, "diaghessian")
     kinds = [_argument_kind(a) for a in args]
     sizes = [int(np.size(a._raw if isinstance(a, WrappedValue) else a)) for a in args]
     shapes = [np.shape(a._raw if isinstance(a, WrappedValue) else a) for a in args]

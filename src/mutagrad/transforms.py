@@ -50,7 +50,7 @@ from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
-from mutagrad.jacobians import call_with_jacobian, zygote_hessian
+from mutagrad.jacobians import call_with_jacobian, refuse_complex_arguments, zygote_hessian
 from mutagrad.traced.value import WrappedValue
 from mutagrad.zygote import pullback
 
@@ -151,18 +151,20 @@ def autograd_argnum(argnums: Argnums, argnum: Argnums | None, caller: str) -> Ar
 
 
 def _is_differentiable(leaf: Any) -> bool:
-    """Numbers, real or integer arrays and traced values; not bools, strings or None."""
+    """Numbers, real, complex or integer arrays and traced values; not bools, strings or None."""
     if isinstance(leaf, (bool, np.bool_)):
         return False
     if isinstance(leaf, (WrappedValue, np.ndarray)):
-        return leaf.dtype.kind in "iuf"
-    return isinstance(leaf, (int, float, np.integer, np.floating))
+        return leaf.dtype.kind in "iufc"
+    return isinstance(leaf, (int, float, complex, np.integer, np.inexact))
 
 
 def _zeros_like(leaf: Any) -> Any:
     """The derivative of an argument that does not influence the result."""
     if isinstance(leaf, (int, float)) and not isinstance(leaf, np.generic):
         return 0.0
+    if isinstance(leaf, complex):
+        return 0j
     dtype = cotangent_dtype(np.dtype(leaf.dtype if hasattr(leaf, "dtype") else np.float64))
     if isinstance(leaf, np.generic):
         return dtype.type(0)
@@ -287,6 +289,7 @@ def _value_and_grad(
     caller: str,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    holomorphic: bool = False,
 ) -> tuple[Any, Any]:
     selection = _Selection(f, args, kwargs, argnums, caller)
     aux = _Aux(has_aux, caller)
@@ -296,6 +299,7 @@ def _value_and_grad(
         None,
         mode,
         caller,
+        holomorphic,
     )
     grads = selection.per_argument(_filled(selection.leaves, result.grad))
     value = result.val
@@ -313,6 +317,7 @@ def value_and_grad(
     has_aux: bool = False,
     mode: str | None = None,
     argnum: Argnums | None = None,
+    holomorphic: bool = False,
 ) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(f(*args), the gradient of f)``, in JAX's convention.
 
@@ -322,7 +327,7 @@ def value_and_grad(
     return a scalar; with ``has_aux=True`` it returns ``(value, aux)`` and the
     result is ``((value, aux), gradient)``. Keyword arguments of the call
     reach ``f`` undifferentiated. ``mode`` is the mutation mode ("poison",
-    "strict", "snapshot").
+    "strict", "snapshot"). ``holomorphic=True``: see :func:`grad`.
     """
     argnums = autograd_argnum(argnums, argnum, "value_and_grad")
     _positions(argnums, "value_and_grad")  # refuse a bad argnums now, not at the call
@@ -330,7 +335,9 @@ def value_and_grad(
     @api_boundary
     @functools.wraps(f)
     def value_and_grad_of_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        return _value_and_grad(f, argnums, has_aux, mode, "value_and_grad", args, kwargs)
+        return _value_and_grad(
+            f, argnums, has_aux, mode, "value_and_grad", args, kwargs, holomorphic
+        )
 
     value_and_grad_of_f.__doc__ = _transform_name(f, "value and gradient")
     return value_and_grad_of_f
@@ -343,6 +350,7 @@ def grad(
     has_aux: bool = False,
     mode: str | None = None,
     argnum: Argnums | None = None,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of scalar-valued ``f`` as a function, in JAX's convention.
 
@@ -354,6 +362,11 @@ def grad(
     (it has no derivative). An array of one element counts as the scalar
     (``np.sum(x, keepdims=True)``), as in autograd and PyTorch, where JAX
     raises. :func:`mutagrad.gradient` is Zygote's form.
+
+    Complex arguments follow JAX's and autograd's convention: for real ``f``,
+    ``grad(f)(z)`` is ``df/dx - i df/dy``. A complex ``f`` is refused unless
+    ``holomorphic=True``, which returns ``f'(z)`` and checks, with a second
+    sweep, that ``f`` is holomorphic at ``z``.
     """
     argnums = autograd_argnum(argnums, argnum, "grad")
     _positions(argnums, "grad")
@@ -361,7 +374,9 @@ def grad(
     @api_boundary
     @functools.wraps(f)
     def grad_of_f(*args: Any, **kwargs: Any) -> Any:
-        value, grads = _value_and_grad(f, argnums, has_aux, mode, "grad", args, kwargs)
+        value, grads = _value_and_grad(
+            f, argnums, has_aux, mode, "grad", args, kwargs, holomorphic
+        )
         return (grads, value[1]) if has_aux else grads
 
     grad_of_f.__doc__ = _transform_name(f, "gradient")
@@ -522,6 +537,7 @@ def _hessian_transform(f: Callable[..., Any], argnums: Argnums, mode: str | None
     @api_boundary
     @functools.wraps(f)
     def hessian_of_f(*args: Any, **kwargs: Any) -> Any:
+        refuse_complex_arguments(args, "hessian")
         return _hessian(f, argnums, mode, args, kwargs)
 
     hessian_of_f.__doc__ = _transform_name(f, "Hessian")

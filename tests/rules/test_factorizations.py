@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from rule_checks import check_op, rules_defined_in
 
 import mutagrad
+from mutagrad.testing import check_gradient
 from numpy_compat import needs_real_eig
 
 SIDES = st.integers(1, 3)
@@ -222,12 +223,13 @@ def test_svd_full_matrices_extra_columns_are_refused():
         mutagrad.gradient(lambda a: np.sum(np.linalg.qr(a, "complete")[0]), TALL)
 
 
-def test_complex_eigenvalues_are_refused():
-    rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
-    with pytest.raises(mutagrad.NotDifferentiableError, match="complex eigenvalues"):
-        mutagrad.gradient(lambda a: np.sum(np.abs(np.linalg.eig(a)[0])), rotation)
-    with pytest.raises(mutagrad.NotDifferentiableError, match="complex eigenvalues"):
-        mutagrad.gradient(lambda a: np.sum(np.abs(np.linalg.eigvals(a))), rotation)
+def test_complex_eigenvalues_and_eigenvectors_of_a_real_matrix():
+    rotation = np.array([[0.0, -1.0], [1.0, 0.1]])
+    check_gradient(lambda a: np.sum(np.abs(np.linalg.eigvals(a)) ** 3), rotation)
+    check_gradient(lambda a: np.sum(np.abs(np.linalg.eig(a)[1]) * [[1.0, 2.0], [0.5, 3.0]]),
+                   rotation)  # fmt: skip
+    with pytest.raises(mutagrad.NotDifferentiableError, match="changes with their phase"):
+        mutagrad.gradient(lambda a: np.sum(np.real(np.linalg.eig(a)[1])), rotation)
     # Of a constant matrix they are just numpy's values.
     constant = mutagrad.asarray(rotation)
     np.testing.assert_array_equal(np.linalg.eigvals(constant), np.linalg.eigvals(rotation))

@@ -136,6 +136,8 @@ CASES = [
         (X, Y),
     ),
     # linalg
+    ("fft", "rfft and irfft", lambda x: quadratic(np.fft.irfft(np.fft.rfft(x) * 1j, n=5)), (X,)),
+    ("fft", "fft", lambda x: quadratic(np.abs(np.fft.fft(x * x, axis=0))), (X,)),
     ("linalg", "matmul", lambda a, b: quadratic(a @ b.T), (X, Y)),
     ("linalg", "dot", lambda a, b: quadratic(np.dot(a, b.T)), (X, Y)),
     ("linalg", "inner", lambda a, b: quadratic(np.inner(a, b)), (X, Y)),

@@ -583,6 +583,7 @@ def test_flatten_in_memory_order():
 TESTED = {
     np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis, np.squeeze,
     np.expand_dims, np.diagonal, np.broadcast_to, np.flip, np.fliplr, np.flipud, np.rot90, np.real,
+    np.imag,  # (its complex cases: tests/rules/test_complex.py)
     np.real_if_close,
     np.atleast_1d, np.atleast_2d, np.atleast_3d, np.copy, np.concatenate, np.stack, np.block,
     np.broadcast_arrays, np.column_stack, np.matrix_transpose, np.linalg.matrix_transpose,

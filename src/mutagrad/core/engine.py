@@ -58,6 +58,7 @@ from mutagrad.core.tangents import (
 from mutagrad.diagnostics.messages import (
     closure_snapshot_message,
     complex_message,
+    complex_tangent_message,
     no_vjp_message,
     other_thread_message,
     other_thread_write_message,
@@ -76,6 +77,7 @@ class Tape:
         "bytes_copied",
         "capture_bases",
         "captures",
+        "complex_values",
         "guard_bytes",
         "journal",
         "nodes",
@@ -98,6 +100,9 @@ class Tape:
         self.guard_bytes = 0  # raw ndarrays copied because a pullback reads them
         # mutagrad.explain sets a list: (number of nodes so far, WriteRecord) per write.
         self.journal: list[tuple[int, WriteRecord]] | None = None
+        # Set by the first complex node: from then on every node's inputs are checked
+        # too (a real result of a complex input, abs(z), needs a complex rule as well).
+        self.complex_values = False
 
     def touch(self, base: Any) -> None:
         """Remember that ``base._node`` now points into this tape."""
@@ -294,11 +299,12 @@ class Node:
         operation: str | None = None,
     ):
         # ``value`` lends its shape and dtype. A complex value that carries a
-        # derivative is refused here, for every kind of node: no rule was
-        # written for complex derivatives (``operation`` names it in the error).
+        # derivative, or a value computed from one, is refused here for every kind
+        # of node whose rule is not written for complex values (``operation`` names
+        # it in the error); until a tape meets one, the check is one comparison.
         dtype = value.dtype
-        if dtype.kind == "c":
-            refuse_complex(dtype, operation or f"np.{rule.name}", site)
+        if dtype.kind == "c" or tape.complex_values:
+            check_complex(rule, inputs, tape, dtype, operation, site)
         self.rule = rule
         self.inputs = inputs
         self.tape = tape
@@ -445,10 +451,18 @@ class Capture:
 
 
 class Rule:
-    """How the engine differentiates one kind of node."""
+    """How the engine differentiates one kind of node.
+
+    ``handles_complex``: its pullback is right for complex values, by JAX's
+    convention (the vjp is the transpose of the derivative as a real-linear map,
+    under the pairing ``Re(u * v)``: a holomorphic function's vjp multiplies by
+    ``f'(z)``, unconjugated, and the gradient of a real ``f`` is ``df/dx - i df/dy``).
+    Nodes of a rule without it refuse complex values (:func:`check_complex`).
+    """
 
     __slots__ = ("name",)
     leaf = False
+    handles_complex = False
     # Whether node.saved holds what the pullback reads of each argument by position,
     # then of the output (VjpRule): a poison error can then name the argument to copy.
     saves_by_position = False
@@ -473,6 +487,7 @@ class LeafRule(Rule):
 
     __slots__ = ()
     leaf = True
+    handles_complex = True
 
 
 LEAF = LeafRule("input")
@@ -482,6 +497,7 @@ class IdentityRule(Rule):
     """An input of a nested gradient call, linked to the outer value it came from."""
 
     __slots__ = ()
+    handles_complex = True
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (outer,) = node.inputs
@@ -530,7 +546,17 @@ class VjpRule(Rule):
     axis. The rule modules build it with :mod:`mutagrad.core.jvps`'s helpers.
     """
 
-    __slots__ = ("_plans", "complete", "fun", "jvp", "params", "reads", "trusted", "vjps")
+    __slots__ = (
+        "_plans",
+        "complete",
+        "fun",
+        "handles_complex",
+        "jvp",
+        "params",
+        "reads",
+        "trusted",
+        "vjps",
+    )
     saves_by_position = True
 
     def __init__(
@@ -542,6 +568,7 @@ class VjpRule(Rule):
         params: bool = True,
         trusted: bool = True,
         jvp: Callable[..., Any] | Derivation | None = None,
+        handles_complex: bool = False,
     ):
         super().__init__(name)
         self.jvp = jvp.bind(self.applied, vjps) if isinstance(jvp, Derivation) else jvp
@@ -560,6 +587,7 @@ class VjpRule(Rule):
         # mutagrad's own rule with a vjp for every argument (one without: an index, an
         # integer): the fast path of :meth:`backward` needs no other check.
         self.complete = trusted and all(vjp is not None for vjp in vjps)
+        self.handles_complex = handles_complex  # (see Rule)
         self._plans: dict[Any, tuple[tuple[bool, ...], bool]] = {}
 
     def applied(self, *args: Any, **kwargs: Any) -> Any:
@@ -874,9 +902,14 @@ class BackwardPass:
         if c.shape != node.shape:
             c = unbroadcast(c, node.shape)
         want = cotangent_dtype(node.dtype)
-        if c.dtype != want and not is_wrapped(c):
-            c = c.astype(want)
-            owned = True
+        if c.dtype != want:
+            if c.dtype.kind == "c" and want.kind != "c":
+                # A real value's cotangent is the real part of what its complex uses
+                # hand it (JAX's convention: the pairing Re(u * v) with a real v).
+                c = np.real(c)
+            if not is_wrapped(c):
+                c = c.astype(want)
+                owned = True
         if old is None or old is ZERO:
             cots[node] = c
             if owned:
@@ -978,16 +1011,37 @@ def backward(
     return bk
 
 
-def refuse_complex(dtype: np.dtype, operation: str, site: Site | None) -> None:
-    """Refuse a complex value that carries a derivative: mutagrad differentiates real code only.
+def check_complex(
+    rule: Rule,
+    inputs: tuple[Node | None, ...],
+    tape: Tape,
+    dtype: np.dtype,
+    operation: str | None,
+    site: Site | None,
+) -> None:
+    """Refuse a node whose value or inputs are complex unless its rule handles complex values.
 
-    Real-to-complex derivatives need a convention (JAX's, PyTorch's) that no
-    rule here was written and tested for; without one, casts to real drop the
-    imaginary part and the gradient is silently wrong, so the first complex
-    traced value stops the call instead.
+    A rule's vjps written for real values can be silently wrong for complex
+    ones (a missing conjugate, a dropped imaginary part), so complex values
+    pass only through rules marked :attr:`Rule.handles_complex`, each tested
+    against finite differences in the real and the imaginary direction.
     """
+    if rule.handles_complex:
+        if dtype.kind == "c":
+            tape.complex_values = True
+        return
+    if dtype.kind == "c" or any(n is not None and n.dtype.kind == "c" for n in inputs):
+        # (a user's rule and SciPy's are named as they are; numpy's get np.)
+        numpy_rule = getattr(rule, "trusted", True) and not rule.name.startswith("scipy.")
+        name = f"np.{rule.name}" if numpy_rule else rule.name
+        raise NotDifferentiableError(complex_message(operation or name, site))
+
+
+def refuse_complex_tangent(dtype: np.dtype, operation: str, site: Site | None) -> None:
+    """Refuse a complex value that carries a tangent: forward mode's jvps are written and
+    tested for real values only (reverse mode differentiates complex values)."""
     if dtype.kind == "c":
-        raise NotDifferentiableError(complex_message(operation, site))
+        raise NotDifferentiableError(complex_tangent_message(operation, site))
 
 
 # A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's

@@ -114,6 +114,7 @@ GATHER = VjpRule(
     (lambda c, ans, g, region, kind, index: scatter(c, region, kind, index, g.shape, g.dtype),),
     ((),),
     jvp=linear(),
+    handles_complex=True,  # (linear, real coefficients)
 )
 SCATTER = VjpRule(
     "scatter",
@@ -121,6 +122,7 @@ SCATTER = VjpRule(
     (lambda g, ans, c, region, kind, index, shape, dtype: gather(g, region, kind, index),),
     ((),),
     jvp=linear(),
+    handles_complex=True,  # (linear, real coefficients)
 )
 ZERO_AT = VjpRule(
     "zero_at",
@@ -128,6 +130,7 @@ ZERO_AT = VjpRule(
     (lambda c, ans, g, region, kind, index: zero_at(c, region, kind, index),),
     ((),),
     jvp=linear(),
+    handles_complex=True,  # (linear, real coefficients)
 )
 
 
@@ -158,6 +161,7 @@ class ViewReadRule(Rule):
     """
 
     __slots__ = ()
+    handles_complex = True  # (a linear map: gathers and scatters whole elements)
 
     def region(self, node: Node) -> Region:
         kwargs = node.aux
@@ -190,6 +194,9 @@ class WriteRule(Rule):
     """
 
     __slots__ = ()
+    # A linear map of whole elements: a real value written into a complex array gets
+    # the real part of its cotangent where its node accumulates it, as any real value.
+    handles_complex = True
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         kw = node.aux
@@ -264,3 +271,63 @@ def traced_densify(sparse: SparseCotangent) -> Any:
         total = part if total is None else total + part
     return total
 
+
+
+# ---------------------------------------------------------------------------
+# One part of complex elements: z.real and z.imag of a complex array are numpy
+# views of half of each element's memory. Reading one is recorded as the view of
+# the whole elements (a VIEW_READ of complex values) followed by one of these:
+# their vjps, by JAX's convention, are c -> c and c -> -i c (the transposes of
+# Re and Im under the pairing Re(u * v)), recorded like any multiplication in a
+# higher-order sweep.
+
+REAL_PART = VjpRule(
+    "real", np.real, (lambda g, ans, z: g * (1 + 0j),), ((),), handles_complex=True
+)
+IMAG_PART = VjpRule(
+    "imag", np.imag, (lambda g, ans, z: g * -1j,), ((),), handles_complex=True
+)
+
+
+class _ArrayInterface:
+    """An ``__array_interface__`` holder that keeps the memory's owner alive."""
+
+    def __init__(self, interface: dict[str, Any], owner: Any):
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def complex_elements(part: np.ndarray, base: np.ndarray) -> np.ndarray | None:
+    """The complex view of ``base`` whose real or imaginary parts ``part`` views (and
+    which part: the returned array's ``.real`` or ``.imag`` is ``part``); None when
+    ``part`` is not one part of ``base``'s complex elements."""
+    if base.dtype.kind != "c" or part.dtype != np.finfo(base.dtype).dtype:
+        return None
+    offset = part.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    imag = offset % base.itemsize
+    if imag not in (0, part.itemsize) or any(s % base.itemsize for s in part.strides):
+        return None
+    interface = {
+        "data": (part.__array_interface__["data"][0] - imag, False),
+        "shape": part.shape,
+        "strides": part.strides,
+        "typestr": base.dtype.str,
+        "version": 3,
+    }
+    return np.asarray(_ArrayInterface(interface, base))
+
+
+def is_imaginary_part(part: np.ndarray, elements: np.ndarray) -> bool:
+    return part.__array_interface__["data"][0] != elements.__array_interface__["data"][0]
+
+
+# The write of one part of complex elements (z.real[i] = v) is recorded as the write
+# of whole elements built from the written part and the other part, read just before:
+# its vjps are the transposes of (re, im) -> re + i im: Re(c) and -Im(c).
+COMPLEX_FROM_PARTS = VjpRule(
+    "complex from parts",
+    None,
+    (lambda g, ans, re, im: np.real(g), lambda g, ans, re, im: -np.imag(g)),
+    ((), ()),
+    handles_complex=True,
+)

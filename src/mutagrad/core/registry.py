@@ -59,6 +59,7 @@ def ufunc_rule(
     reads: tuple[tuple[int | str, ...], ...],
     params: bool | None = None,
     jvp: Any = None,
+    handles_complex: bool = False,
 ) -> VjpRule:
     """Register the rule of ``ufunc`` (or ``(ufunc, method)``) and return it.
 
@@ -67,6 +68,8 @@ def ufunc_rule(
     by default it is the one derived from its vjps
     (:data:`~mutagrad.core.jvps.ELEMENTWISE`); a reduction (``(np.add,
     "reduce")``) or a gufunc (``np.matmul``) must give its own.
+    ``handles_complex``: the vjps are right for complex values (see
+    :class:`~mutagrad.core.engine.Rule`).
     """
     if jvp is None and isinstance(ufunc, np.ufunc) and ufunc.signature is None:
         jvp = ELEMENTWISE
@@ -80,7 +83,9 @@ def ufunc_rule(
     # by default (and so do gufuncs whose axis= moves their core dimension).
     if params is None:
         params = isinstance(ufunc, tuple)
-    rule = VjpRule(name, fun, vjps, reads, params=params, jvp=jvp)
+    rule = VjpRule(
+        name, fun, vjps, reads, params=params, jvp=jvp, handles_complex=handles_complex
+    )
     UFUNC_RULES[ufunc] = rule
     return rule
 

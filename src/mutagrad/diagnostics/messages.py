@@ -369,13 +369,51 @@ def no_vjp_message(rule: str, i: int) -> str:
     )
 
 
-def complex_message(operation: str, site: Site | None) -> str:
-    """A complex value computed from a differentiated input."""
+def complex_output_message(what: str) -> str:
+    """A gradient asked of a function that returned a complex number."""
     return (
-        f"{operation} made a complex value from a differentiated input, at\n"
-        f"{format_site(site)}\n"
-        "mutagrad differentiates real-valued numpy code only: complex intermediates are "
-        "refused rather than differentiated with an untested convention.\n"
-        "Fix: write the computation in real arithmetic (separate real and imaginary "
-        "parts), or pass mutagrad.ignore_derivatives(x) if no gradient should flow here."
+        f"{what} needs f to return a real number, but it returned a complex one: the "
+        "derivative of a complex function of complex inputs is not a gradient (JAX's grad "
+        "and Zygote's gradient refuse it too).\n"
+        "Fixes:\n"
+        "  - differentiate a real quantity of it: np.abs(y) ** 2, np.real(y) or np.imag(y);\n"
+        "  - for f'(z) of a holomorphic f, mutagrad.grad(f, holomorphic=True);\n"
+        "  - for the vector-Jacobian product with a cotangent of your choice, mutagrad.vjp(f, z)."
+    )
+
+
+def complex_jacobian_message(what: str) -> str:
+    """A Jacobian asked of a function that returned complex values."""
+    return (
+        f"{what} needs f to return real values, but it returned complex ones: one sweep per "
+        "output element, seeded with 1, gives only half of the derivative of a complex "
+        "output (JAX's jacrev refuses it too, unless f is holomorphic).\n"
+        "Fixes:\n"
+        "  - the Jacobians of np.real(f(z)) and np.imag(f(z)), which together are all of it;\n"
+        "  - for f'(z) of a holomorphic f of one complex number, "
+        "mutagrad.grad(f, holomorphic=True);\n"
+        "  - for vector-Jacobian products with cotangents of your choice, mutagrad.vjp(f, z)."
+    )
+
+
+def complex_tangent_message(operation: str, site: Site | None) -> str:
+    """A complex value meeting forward mode, whose jvps are written for real values."""
+    return (
+        f"{operation} met a complex value that carries a tangent, at\n{format_site(site)}\n"
+        "mutagrad's forward mode does not carry complex tangents yet (reverse mode "
+        "differentiates complex values: see the README's Complex numbers).\n"
+        "Fix: differentiate this function in reverse mode (mutagrad.grad, jacrev, vjp), or "
+        "write this step in real arithmetic (np.real(z), np.imag(z))."
+    )
+
+
+def complex_message(operation: str, site: Site | None) -> str:
+    """A complex value reaching a rule not written for complex values."""
+    return (
+        f"{operation} has no derivative rule for complex values yet, and it met a complex "
+        f"value that depends on a differentiated input, at\n{format_site(site)}\n"
+        "mutagrad differentiates complex code only through rules written and tested for "
+        "complex values, rather than give a gradient a real-only rule may get wrong.\n"
+        "Fix: write this step in real arithmetic (np.real(z), np.imag(z) and real "
+        "operations), or pass mutagrad.ignore_derivatives(z) if no gradient should flow here."
     )

@@ -23,6 +23,7 @@ from mutagrad.rules import (  # noqa: F401  (importing a module registers its ru
     cumulative,
     einsum,
     factorizations,
+    fft,
     first_use,
     inplace,
     library,

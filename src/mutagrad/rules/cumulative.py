@@ -72,15 +72,20 @@ def _cumprod_jvp(tangents, ans, args, kwargs):
 
 
 CUMSUM = VjpRule(
-    "cumsum", lambda x, axis=None, dtype=None: np.cumsum(x, axis, dtype), (_cumsum_vjp,), ((),),
+    "cumsum",
+    lambda x, axis=None, dtype=None: np.cumsum(x, axis, dtype),
+    (_cumsum_vjp,),
+    ((),),
     jvp=_cumsum_jvp,
-)  # fmt: skip
+    handles_complex=True,
+)
 CUMPROD = VjpRule(
     "cumprod",
     lambda x, axis=None, dtype=None: np.cumprod(x, axis, dtype),
     (_cumprod_vjp,),
     ((0, ANS),),
     jvp=_cumprod_jvp,
+    handles_complex=True,  # (products only: holomorphic)
 )
 
 

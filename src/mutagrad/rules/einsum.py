@@ -164,8 +164,9 @@ def _einsum_jvp(tangents, ans, operands, kwargs):
 def einsum_rule(n: int) -> VjpRule:
     """The rule of an einsum of ``n`` operands: the vjp of each reads the others."""
     reads = tuple(tuple(j for j in range(n) if j != k) for k in range(n))
+    # (multilinear: each cotangent is an einsum of g and the other operands, no conjugates)
     return VjpRule("einsum", None, tuple(_operand_vjp(k) for k in range(n)), reads,
-                   jvp=_einsum_jvp)  # fmt: skip
+                   jvp=_einsum_jvp, handles_complex=True)  # fmt: skip
 
 
 @implements(np.einsum)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from mutagrad.core.registry import ANS, VjpRule, implements
+from mutagrad.diagnostics.messages import complex_message
+from mutagrad.diagnostics.sites import user_site
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
@@ -77,45 +79,65 @@ def _reduced_svd(a):
 
 
 def singular_values_vjp(g, ans, a, decompose=_reduced_svd):
-    # d s_i = u_i^T da v_i. (decompose: scipy.linalg.svd's rules decompose with SciPy's
-    # routine, so that the vectors' signs are those of the output.)
+    # d s_i = Re(u_i^H da v_i), so abar = conj(U) diag(g) conj(Vh) (U diag(g) Vh when a is
+    # real). (decompose: scipy.linalg.svd's rules decompose with SciPy's routine, so that
+    # the vectors' signs are those of the output.)
     u, _, vh = decompose(a)
+    if np.result_type(u).kind == "c":
+        u, vh = np.conjugate(u), np.conjugate(vh)
     return np.matmul(u * np.expand_dims(g, -2), vh)
+
+
+def _conjugator(x):
+    """``np.conjugate`` for complex ``x``, the identity for real (no copy)."""
+    return np.conjugate if np.result_type(x).kind == "c" else (lambda y: y)
+
+
+def _adjoint(m):
+    return np.conjugate(_mT(m)) if np.result_type(m).kind == "c" else _mT(m)
 
 
 def left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
     # The U terms of the SVD's adjoint (Townsend, "Differentiating the singular value
-    # decomposition", 2016): abar = U (F o (U^T Ubar - Ubar^T U)) S V^T
-    # + (I - U U^T) Ubar S^-1 V^T, with F_ij = 1 / (s_j^2 - s_i^2).
+    # decomposition", 2016), for complex a too: with P = U^T Ubar and M = F o P,
+    # abar = conj(U) (M + M^H) S V^T + (I - conj(U) U^T) Ubar S^-1 V^T, F_ij = 1 / (s_j^2 -
+    # s_i^2) (for real a, U (F o (P - P^T)) S V^T + ...). Each u_k's phase is numpy's
+    # choice: refused unless the loss ignores it.
     m, n = np.shape(a)[-2:]
     k = min(m, n)
     if full_matrices and m > k:
         _refuse_arbitrary_basis(g[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
         g = g[..., :, :k]
     u, s, vh = decompose(a)
+    conj = _conjugator(u)
     ug = np.matmul(_mT(u), g)
-    inner = inverse_gaps(s * s) * (ug - _mT(ug)) * np.expand_dims(s, -2)
+    refuse_phase_dependence(ug, "np.linalg.svd")
+    inner = inverse_gaps(s * s) * ug
+    inner = (inner + _adjoint(inner)) * np.expand_dims(s, -2)
     if m > k:
-        outside = (g - np.matmul(u, ug)) / np.expand_dims(s, -2)
-        return np.matmul(np.matmul(u, inner) + outside, vh)
-    return np.matmul(u, np.matmul(inner, vh))
+        outside = (g - np.matmul(conj(u), ug)) / np.expand_dims(s, -2)
+        return np.matmul(np.matmul(conj(u), inner) + outside, conj(vh))
+    return np.matmul(conj(u), np.matmul(inner, conj(vh)))
 
 
 def right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
-    # The V terms: abar = U S (F o (V^T Vbar - Vbar^T V)) V^T + U S^-1 Vbar^T (I - V V^T),
-    # with Vbar = g^T (g is the cotangent of Vh).
+    # The V terms, with Vbar = g^H (g is the cotangent of Vh), P = V^T Vbar and N = F o P:
+    # abar = conj(U) S (N + N^H) V^T + conj(U) S^-1 Vbar^H (I - conj(V) V^T).
     m, n = np.shape(a)[-2:]
     k = min(m, n)
     if full_matrices and n > k:
         _refuse_arbitrary_basis(g[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
         g = g[..., :k, :]
     u, s, vh = decompose(a)
-    vg = np.matmul(vh, _mT(g))
-    inner = np.expand_dims(s, -1) * (inverse_gaps(s * s) * (vg - _mT(vg)))
-    result = np.matmul(inner, vh)
+    conj = _conjugator(vh)
+    vg = conj(np.matmul(vh, _mT(g)))
+    refuse_phase_dependence(vg, "np.linalg.svd")
+    inner = inverse_gaps(s * s) * vg
+    inner = np.expand_dims(s, -1) * (inner + _adjoint(inner))
+    result = np.matmul(inner, conj(vh))
     if n > k:
-        result = result + (g - np.matmul(_mT(vg), vh)) / np.expand_dims(s, -1)
-    return np.matmul(u, result)
+        result = result + (g - np.matmul(np.matmul(g, _mT(vh)), conj(vh))) / np.expand_dims(s, -1)
+    return np.matmul(conj(u), result)
 
 
 SINGULAR_VALUES = VjpRule(
@@ -123,18 +145,21 @@ SINGULAR_VALUES = VjpRule(
     lambda a: np.linalg.svd(a, compute_uv=False),
     (singular_values_vjp,),
     ((0,),),
+    handles_complex=True,
 )
 LEFT_VECTORS = VjpRule(
     "linalg.svd",
     lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[0],
     (left_vectors_vjp,),
     ((0,),),
+    handles_complex=True,  # (where the loss does not depend on the vectors' phases)
 )
 RIGHT_VECTORS = VjpRule(
     "linalg.svd",
     lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[2],
     (right_vectors_vjp,),
     ((0,),),
+    handles_complex=True,
 )
 
 
@@ -156,7 +181,6 @@ def _hermitian_svd(a, compute_uv):
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if hermitian:
         return _hermitian_svd(a, compute_uv)
-    _refuse_complex(a, "np.linalg.svd")
     if not compute_uv:
         return apply(SINGULAR_VALUES, (a,), None, np.linalg.svd(unwrap(a), compute_uv=False))
     u, s, vh = np.linalg.svd(unwrap(a), full_matrices=full_matrices)
@@ -173,64 +197,125 @@ def svdvals(x, /):
     return np.linalg.svd(x, compute_uv=False)
 
 
-def _refuse_complex(a, function):
+def refuse_complex(a, function):
+    """Refuse a complex traced ``a`` in ``function``, whose rule is written for real values."""
     if isinstance(a, WrappedValue) and a.dtype.kind == "c" and any_active((a,)):
-        raise NotDifferentiableError(f"{function} of a complex traced matrix")
+        raise NotDifferentiableError(complex_message(function, user_site()))
 
 
 # -- eig, eigvals ------------------------------------------------------------------------
 
 
-def _real_eigensystem(a):
-    """``np.linalg.eig(a)`` of a matrix whose eigenvalues are real (as in the forward pass)."""
-    return np.linalg.eig(a)
+def _eigensystem(a):
+    """``np.linalg.eig(a)``, real when ``a`` and its eigenvalues are (numpy >= 2.5 returns
+    complex numbers for every matrix)."""
+    values, vectors = np.linalg.eig(a)
+    if values.dtype.kind == "c" and np.result_type(a).kind != "c" and not np.any(values.imag):
+        return np.real(values), np.real(vectors)
+    return values, vectors
 
 
 def _eigenvalues_vjp(g, ans, a):
     # a = V L V^-1, so d lambda_i = (V^-1 da V)_ii and abar = V^-T diag(g) V^T.
-    _, vectors = _real_eigensystem(a)
+    _, vectors = _eigensystem(a)
     return np.linalg.solve(_mT(vectors), np.expand_dims(g, -1) * _mT(vectors))
+
+
+def refuse_phase_dependence(p, function):
+    """Refuse a loss that changes with the complex phase numpy picked for each vector.
+
+    ``p`` is ``V^T g``: its diagonal ``p[k, k]`` is the loss's derivative along
+    ``v_k -> v_k * exp(i t)`` times ``-i``. A loss of ``np.abs(v)``, ``v * conj(v)`` or of
+    the eigenvalues has it real, and only such a loss has a derivative (the phase is
+    numpy's choice, not a function of the matrix's entries one could differentiate).
+    Measured against the largest element of ``p``: the diagonal may be all rounding.
+    """
+    p = np.asarray(unwrap(p))
+    if p.dtype.kind != "c":
+        return
+    p_diagonal = np.diagonal(p, axis1=-2, axis2=-1)
+    scale = float(np.max(np.abs(p), initial=0.0)) + np.finfo(float).tiny
+    if np.any(np.abs(p_diagonal.imag) > 1e-8 * scale):
+        raise NotDifferentiableError(
+            f"the gradient reached the complex vectors of {function} through a quantity "
+            "that changes with their phase: each vector is defined only up to a factor "
+            "exp(i t), which numpy picks, so that quantity has no derivative.\n"
+            "Fix: use quantities that do not depend on the phase (np.abs(v), v * np.conj(v), "
+            "np.conj(v_k) @ w, the eigenvalues), or fix the phase yourself first "
+            "(v / (v[0] / np.abs(v[0]))). (A quantity that depends on the phases of u_k and "
+            "v_k of an SVD only together, as a second derivative through the SVD does, is "
+            "refused too: each factor is checked on its own.)"
+        )
 
 
 def _eigenvectors_vjp(g, ans, a):
     # Unnormalised, dV = V (F o (V^-1 da V)) with F_ij = 1 / (lambda_j - lambda_i); numpy
-    # scales each eigenvector to unit length, which projects dv_i on the complement of
-    # v_i. The adjoint: gbar = g - V diag(V^T g), abar = V^-T (F o (V^T gbar)) V^T.
-    values, vectors = _real_eigensystem(a)
-    projected = g - vectors * np.sum(vectors * g, axis=-2, keepdims=True)
-    inner = inverse_gaps(values) * np.matmul(_mT(vectors), projected)
+    # scales each eigenvector to unit length, dV = V (C + diag(d)) with C that term and
+    # d_k = -Re((V^H V C)_kk); the phase of each is numpy's choice (refused unless the loss
+    # ignores it). With P = V^T g and Q = (V^H V)^T diag(Re P_kk), the adjoint is
+    # abar = V^-T (F o (P - Q)) V^T (for real V: g - V diag(V^T g) projected, as before).
+    # The vectors are the output itself, not a second eig of a: one node for both, so that
+    # a higher-order sweep sees the phase leave this vjp's result alone (the loss's
+    # cotangent g was computed from the output too). Their eigenvalues: diag(V^-1 a V).
+    vectors = ans
+    values = np.diagonal(np.linalg.solve(vectors, np.matmul(a, vectors)), axis1=-2, axis2=-1)
+    p = np.matmul(_mT(vectors), g)
+    refuse_phase_dependence(p, "np.linalg.eig")
+    p_diagonal = np.diagonal(p, axis1=-2, axis2=-1)
+    gram = np.matmul(_mT(vectors), np.conjugate(vectors))  # (V^H V)^T
+    q = gram * np.expand_dims(np.real(p_diagonal), -2)
+    inner = inverse_gaps(values) * (p - q)
     return np.linalg.solve(_mT(vectors), np.matmul(inner, _mT(vectors)))
 
 
-EIGENVALUES = VjpRule("linalg.eig", lambda a: np.linalg.eig(a)[0], (_eigenvalues_vjp,), ((0,),))
-EIGENVALUES_ONLY = VjpRule("linalg.eigvals", np.linalg.eigvals, (_eigenvalues_vjp,), ((0,),))
-EIGENVECTORS = VjpRule("linalg.eig", lambda a: np.linalg.eig(a)[1], (_eigenvectors_vjp,), ((0,),))
+# The eigenvalues' vjp is holomorphic (V^-T diag(g) V^T, no conjugates): right for complex
+# eigenvalues too, of real or complex matrices with distinct eigenvalues.
+EIGENVALUES = VjpRule(
+    "linalg.eig", lambda a: np.linalg.eig(a)[0], (_eigenvalues_vjp,), ((0,),), handles_complex=True
+)
+EIGENVALUES_ONLY = VjpRule(
+    "linalg.eigvals", np.linalg.eigvals, (_eigenvalues_vjp,), ((0,),), handles_complex=True
+)
+EIGENVECTORS = VjpRule(
+    "linalg.eig",
+    lambda a: np.linalg.eig(a)[1],
+    (_eigenvectors_vjp,),
+    ((0, ANS),),
+    handles_complex=True,  # (where the loss does not depend on the vectors' phases)
+)
 
 
-def _refuse_complex_eigenvalues(a, values, function):
-    if values.dtype.kind == "c" and any_active((a,)):
-        raise NotDifferentiableError(
-            f"{function} of this traced matrix has complex eigenvalues: mutagrad "
-            "differentiates real-valued code only, and refuses complex results rather than "
-            "differentiate them with an untested convention.\n"
-            "Fix: for a symmetric matrix use np.linalg.eigh / eigvalsh (always real); "
-            "otherwise pass mutagrad.ignore_derivatives(a) if no gradient should flow here."
-        )
+def _real_eigenvectors_vjp(g, ans, a):
+    # numpy >= 2.5 returns the real eigenvectors of a real matrix with real eigenvalues
+    # as complex numbers: they stay real under a real change of a, so only Re(g) pairs.
+    return _eigenvectors_vjp(np.real(g), np.real(ans), a)
+
+
+REAL_EIGENVECTORS = VjpRule(
+    "linalg.eig (real eigenvectors as complex numbers)",
+    lambda a: np.linalg.eig(a)[1],
+    (_real_eigenvectors_vjp,),
+    ((0, ANS),),
+    handles_complex=True,
+)
 
 
 @implements(np.linalg.eig)
 def eig(a):
     values, vectors = np.linalg.eig(unwrap(a))
-    _refuse_complex_eigenvalues(a, values, "np.linalg.eig")
+    # numpy >= 2.5 gives a real matrix's real eigenvectors as complex numbers: real ones,
+    # defined up to their sign only, whatever the loss reads of them.
+    real_vectors = (vectors.dtype.kind == "c" and np.result_type(unwrap(a)).kind != "c"
+                    and not np.any(values.imag))  # fmt: skip
+    vectors_rule = REAL_EIGENVECTORS if real_vectors else EIGENVECTORS
     return EIG_RESULT(
-        apply(EIGENVALUES, (a,), None, values), apply(EIGENVECTORS, (a,), None, vectors)
+        apply(EIGENVALUES, (a,), None, values), apply(vectors_rule, (a,), None, vectors)
     )
 
 
 @implements(np.linalg.eigvals)
 def eigvals(a):
     values = np.linalg.eigvals(unwrap(a))
-    _refuse_complex_eigenvalues(a, values, "np.linalg.eigvals")
     return apply(EIGENVALUES_ONLY, (a,), None, values)
 
 
@@ -301,7 +386,7 @@ def qr(a, mode="reduced"):
     result = np.linalg.qr(unwrap(a), mode)
     if not any_active((a,)):
         return wrap_constant(result)
-    _refuse_complex(a, "np.linalg.qr")
+    refuse_complex(a, "np.linalg.qr")
     if mode in ("raw", "economic", "e"):
         raise NotDifferentiableError(
             f"np.linalg.qr(a, mode={mode!r}) returns LAPACK's Householder reflectors, whose "
@@ -375,7 +460,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NoValue):
     result = np.linalg.pinv(unwrap(a), **params)
     if not any_active((a,)):
         return wrap_constant(result)
-    _refuse_complex(a, "np.linalg.pinv")
+    refuse_complex(a, "np.linalg.pinv")
     if (rcond is not None or rtol is not _NoValue) and np.size(a):
         raw = unwrap(a)
         s = np.abs(np.linalg.eigvalsh(raw)) if hermitian else np.linalg.svd(raw, compute_uv=False)
@@ -448,8 +533,8 @@ def lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(unwrap(a), unwrap(b), rcond)
     if not any_active((a, b)):
         return wrap_constant(x), wrap_constant(residuals), rank, wrap_constant(s)
-    _refuse_complex(a, "np.linalg.lstsq")
-    _refuse_complex(b, "np.linalg.lstsq")
+    refuse_complex(a, "np.linalg.lstsq")
+    refuse_complex(b, "np.linalg.lstsq")
     kept = np.arange(np.size(s)) < rank
     _refuse_discarded_singular_values(s, kept, np.shape(a), "np.linalg.lstsq")
     params = {"rcond": rcond}

@@ -27,6 +27,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from mutagrad.core.jvps import Derivation, hand, lift, multilinear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
+from mutagrad.rules.factorizations import refuse_complex, refuse_phase_dependence
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.mutation import assign_out
 from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
@@ -80,7 +81,10 @@ class _Matmul(Derivation):
         return matmul_jvp
 
 
-ufunc_rule(np.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=((1,), (0,)), jvp=_Matmul())
+ufunc_rule(
+    np.matmul, _matmul_vjp_a, _matmul_vjp_b, reads=((1,), (0,)), jvp=_Matmul(),
+    handles_complex=True,
+)
 
 
 # -- the vector gufuncs: vecdot, matvec, vecmat (real: their conjugations do nothing) ------
@@ -176,6 +180,7 @@ TENSORDOT = VjpRule(
     ),
     ((1,), (0,)),
     jvp=multilinear(),
+    handles_complex=True,
 )
 
 
@@ -204,7 +209,8 @@ def _dot_vjp_b(g, ans, a, b):
     return _tensordot_vjp_b(g, a, b, *_dot_axes(a, b))
 
 
-DOT = VjpRule("dot", np.dot, (_dot_vjp_a, _dot_vjp_b), ((1,), (0,)), jvp=multilinear())
+DOT = VjpRule("dot", np.dot, (_dot_vjp_a, _dot_vjp_b), ((1,), (0,)), jvp=multilinear(),
+              handles_complex=True)  # fmt: skip
 
 
 @implements(np.dot)
@@ -233,6 +239,7 @@ INNER = VjpRule(
     ),
     ((1,), (0,)),
     jvp=multilinear(),
+    handles_complex=True,
 )
 
 
@@ -244,13 +251,15 @@ def inner(a, b):
 VDOT = VjpRule(
     "vdot",
     np.vdot,
-    # numpy flattens both operands in C order (and conjugates a, which is real here).
+    # numpy flattens both operands in C order and conjugates a: sum(conj(a) * b) has no
+    # derivative in a but one in conj(a), whose transpose is conj(g * b).
     (
-        lambda g, ans, a, b: np.reshape(g * np.ravel(b), np.shape(a)),
-        lambda g, ans, a, b: np.reshape(g * np.ravel(a), np.shape(b)),
+        lambda g, ans, a, b: np.reshape(np.conjugate(g * np.ravel(b)), np.shape(a)),
+        lambda g, ans, a, b: np.reshape(g * np.conjugate(np.ravel(a)), np.shape(b)),
     ),
     ((1,), (0,)),
     jvp=multilinear(),
+    handles_complex=True,
 )
 
 
@@ -268,6 +277,7 @@ OUTER = VjpRule(
     ),
     ((1,), (0,)),
     jvp=multilinear(),
+    handles_complex=True,
 )
 
 
@@ -384,6 +394,7 @@ SOLVE = VjpRule(
     (_solve_vjp_a, lambda g, ans, a, b: _solve_transposed(a, g, b.ndim == 1)),
     ((0, ANS), (0,)),
     jvp=_solve_jvp,
+    handles_complex=True,  # (holomorphic: the transposes, not the adjoints, as JAX's)
 )
 
 
@@ -399,6 +410,7 @@ INV = VjpRule(
     (lambda g, ans, a: -np.matmul(_mT(ans), np.matmul(g, _mT(ans))),),
     ((ANS,),),
     jvp=hand(lambda tangents, ans, args, kwargs: -np.matmul(ans, np.matmul(tangents[0], ans))),
+    handles_complex=True,
 )
 
 
@@ -425,6 +437,7 @@ DET = VjpRule(
     jvp=through_gradient(
         lambda g, ans, a: _as_matrix_factor(g * ans) * _mT(np.linalg.inv(a)), _matrix_axes
     ),
+    handles_complex=True,
 )
 
 
@@ -450,8 +463,7 @@ SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
 @implements(np.linalg.slogdet)
 def slogdet(a):
     sign, logabsdet = np.linalg.slogdet(unwrap(a))
-    if isinstance(a, WrappedValue) and a.dtype.kind == "c" and any_active((a,)):
-        raise NotDifferentiableError("np.linalg.slogdet of a complex traced matrix")
+    refuse_complex(a, "np.linalg.slogdet")  # (its sign is smooth for complex matrices)
     # The sign is piecewise constant: no derivative.
     return SLOGDET_RESULT(wrap_constant(sign), apply(LOGABSDET, (a,), None, logabsdet))
 
@@ -538,8 +550,35 @@ NORM = VjpRule(
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
     if isinstance(x, WrappedValue) and x.dtype.kind == "c" and any_active((x,)):
-        raise NotDifferentiableError("np.linalg.norm of a complex traced array")
+        return _complex_norm(x, ord, axis, keepdims)
     return apply(NORM, (x,), {"ord": ord, "axis": axis, "keepdims": keepdims})
+
+
+def _complex_norm(x, ord, axis, keepdims):
+    """numpy's steps for a complex array, on the traced array: numpy's values, and the
+    derivative through rules that handle complex values."""
+    ndim = x.ndim
+    if axis is None and (ord is None or (ord in ("f", "fro") and ndim == 2)
+                         or (ord == 2 and ndim == 1)):  # fmt: skip
+        flat = np.ravel(x, order="K")
+        real, imag = flat.real, flat.imag
+        result = np.sqrt(np.dot(real, real) + np.dot(imag, imag))
+        return np.reshape(result, ndim * [1]) if keepdims else result
+    axes = tuple(range(ndim)) if axis is None else axis
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    if ord in (None, "fro", "f") or (ord == 2 and len(axes) == 1):
+        return np.sqrt(np.sum((np.conjugate(x) * x).real, axis=axes, keepdims=keepdims))
+    if len(axes) == 2 and ord in (2, -2, "nuc"):  # numpy's steps: of the singular values
+        rows, columns = (normalize_axis_index(a, ndim) for a in axes)
+        values = np.linalg.svd(np.moveaxis(x, (rows, columns), (-2, -1)), compute_uv=False)
+        result = {2: np.max, -2: np.min, "nuc": np.sum}[ord](values, axis=-1)
+        if keepdims:
+            shape = list(x.shape)
+            shape[rows] = shape[columns] = 1
+            result = np.reshape(result, shape)
+        return result
+    # numpy takes abs(x) first for every other order: the same from there on.
+    return apply(NORM, (np.abs(x),), {"ord": ord, "axis": axis, "keepdims": keepdims})
 
 
 @implements(np.linalg.vector_norm)
@@ -696,6 +735,13 @@ def symmetric_part(m):
     return (m + _mT(m)) / 2
 
 
+def hermitian_part(m):
+    """``(m + m^H) / 2``: the symmetric part of a real ``m``."""
+    if np.result_type(m).kind != "c":
+        return symmetric_part(m)
+    return (m + np.conjugate(_mT(m))) / 2
+
+
 def cholesky_vjp(g, ans, a, upper=False):
     # a = L L^T gives L^-1 da L^-T = X + X^T with X = L^-1 dL lower triangular, so
     # dL = L phi(L^-1 da L^-T), phi taking the lower triangle with half the diagonal.
@@ -742,22 +788,30 @@ def cholesky(a, /, *, upper=False):
 
 
 def _eigenvalues_vjp(g, ans, a, UPLO="L"):
-    # d lambda_i = v_i^T da v_i.
+    # d lambda_i = Re(v_i^H da v_i): conj(V) diag(g) V^T, Hermitian (V diag(g) V^T, symmetric,
+    # for a real matrix), of which numpy's triangle gets its part.
     _, vectors = np.linalg.eigh(a, UPLO)
-    symmetric = np.matmul(vectors * np.expand_dims(g, -2), _mT(vectors))
+    left = np.conjugate(vectors) if np.result_type(vectors).kind == "c" else vectors
+    symmetric = np.matmul(left * np.expand_dims(g, -2), _mT(vectors))
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
 def _eigenvectors_vjp(g, ans, a, UPLO="L"):
-    # dV = V (F o (V^T da V)) with F_ij = 1 / (lambda_j - lambda_i) off the diagonal:
-    # abar = V (F o (V^T Vbar)) V^T, symmetrized (distinct eigenvalues).
-    values, vectors = np.linalg.eigh(a, UPLO)
+    # dV = V (F o (V^H da V)) with F_ij = 1 / (lambda_j - lambda_i) off the diagonal (and a
+    # phase per vector that numpy picks: refused unless the loss ignores it). With
+    # P = V^T g, abar = conj(V) (F o P) V^T, made Hermitian (symmetric for a real matrix)
+    # for the triangle numpy reads (distinct eigenvalues).
+    # The vectors are the output itself (one node for the vectors the loss read and these,
+    # see linalg.eig's rule), the values eigvalsh's (sorted as eigh's).
+    values, vectors = np.linalg.eigvalsh(a, UPLO), ans
+    p = np.matmul(_mT(vectors), g)
+    refuse_phase_dependence(p, "np.linalg.eigh")
     gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
     n = np.shape(values)[-1]
     off_diagonal = 1 - np.eye(n)
     f = off_diagonal / (gaps + np.eye(n))
-    inner = f * np.matmul(_mT(vectors), g)
-    symmetric = symmetric_part(np.matmul(vectors, np.matmul(inner, _mT(vectors))))
+    left = np.conjugate(vectors) if np.result_type(vectors).kind == "c" else vectors
+    symmetric = hermitian_part(np.matmul(left, np.matmul(f * p, _mT(vectors))))
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
@@ -786,13 +840,21 @@ def _eigenvectors_jvp(tangents, ans, args, kwargs):
 
 
 EIGENVALUES = VjpRule(
-    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], (_eigenvalues_vjp,), ((0,),),
+    "linalg.eigh",
+    lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0],
+    (_eigenvalues_vjp,),
+    ((0,),),
     jvp=_eigenvalues_jvp,
-)  # fmt: skip
+    handles_complex=True,
+)
 EIGENVECTORS = VjpRule(
-    "linalg.eigh", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], (_eigenvectors_vjp,), ((0,),),
+    "linalg.eigh",
+    lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1],
+    (_eigenvectors_vjp,),
+    ((0, ANS),),
     jvp=_eigenvectors_jvp,
-)  # fmt: skip
+    handles_complex=True,  # (where the loss does not depend on the vectors' phases)
+)
 EIGH_RESULT = type(np.linalg.eigh(np.eye(1)))
 
 

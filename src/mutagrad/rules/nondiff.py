@@ -1,7 +1,8 @@
 """Functions whose outputs carry no derivative.
 
 Their results are integers, booleans, shapes, or piecewise constant (``floor``,
-``sign``, ``round``: derivative zero almost everywhere). They run on the raw
+``round``: derivative zero almost everywhere; ``np.sign`` and ``np.angle``, constant on real
+numbers but smooth on complex ones, have rules in ``mutagrad.rules.ufuncs``). They run on the raw
 data and return constants; calling them on traced arrays is always allowed.
 """
 
@@ -18,9 +19,8 @@ nondifferentiable(
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit,
     # piecewise constant
-    np.sign, np.floor, np.ceil, np.trunc, np.rint, np.floor_divide,
+    np.floor, np.ceil, np.trunc, np.rint, np.floor_divide,
     np.round, np.around, np.fix, np.spacing,
-    np.angle,  # of a real array: 0 or pi (a complex traced array is refused where it is made)
     # integers
     np.gcd, np.lcm, np.bitwise_count, np.packbits, np.unpackbits,
     # indices, counts and shapes

@@ -70,6 +70,7 @@ SCATTER_FLAT = VjpRule(
     (lambda c, ans, g, index, shape, dtype: gather_flat(c, index),),
     ((),),
     jvp=linear(),
+    handles_complex=True,
 )
 GATHER_FLAT = VjpRule(
     "gather_flat",
@@ -77,6 +78,7 @@ GATHER_FLAT = VjpRule(
     (lambda g, ans, x, index: scatter_flat(g, index, x.shape, x.dtype),),
     ((),),
     jvp=linear(lambda tangents, ans, args, kwargs: _gathered(tangents[0], kwargs["index"])),
+    handles_complex=True,
 )
 
 
@@ -107,6 +109,7 @@ def _rearrangement_rule(name: str) -> VjpRule:
         (lambda g, ans, x, index: scatter_flat(g, index, x.shape, x.dtype),),
         ((),),
         jvp=GATHER_FLAT.jvp,
+        handles_complex=True,
     )
 
 
@@ -393,7 +396,8 @@ def _pad_values_vjp(g, ans, x, values, matrices, value_maps):
     return _reduce_pairs(pairs, np.shape(values))
 
 
-PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()))  # no jvp yet
+# (linear with real coefficients in x and in the pad values; no jvp yet)
+PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()), handles_complex=True)
 
 
 def _value_maps(shape, widths, mode, key, kwargs):

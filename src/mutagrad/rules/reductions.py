@@ -143,17 +143,19 @@ def _linear_reduction_jvp(function, vjp):
     return jvp
 
 
-SUM = VjpRule("sum", _call(np.sum), (_sum_vjp,), ((),), jvp=_linear_reduction_jvp(np.sum, _sum_vjp))
-MEAN = VjpRule(
-    "mean", _call(np.mean), (_mean_vjp,), ((),), jvp=_linear_reduction_jvp(np.mean, _mean_vjp)
-)
-PROD = VjpRule("prod", _call(np.prod), (_prod_vjp,), ((0, ANS),), jvp=_gradient_jvp(_prod_vjp))
-MAX = VjpRule(
-    "max", _call(np.max), (_extremum_vjp,), ((0, ANS),), jvp=_gradient_jvp(_extremum_vjp)
-)
-MIN = VjpRule(
-    "min", _call(np.min), (_extremum_vjp,), ((0, ANS),), jvp=_gradient_jvp(_extremum_vjp)
-)
+# Sums and means are linear, a product holomorphic, and max/min (numpy orders complex
+# numbers by real part, then imaginary part) select: each vjp above is JAX's for
+# complex values as written.
+SUM = VjpRule("sum", _call(np.sum), (_sum_vjp,), ((),),
+              jvp=_linear_reduction_jvp(np.sum, _sum_vjp), handles_complex=True)  # fmt: skip
+MEAN = VjpRule("mean", _call(np.mean), (_mean_vjp,), ((),),
+               jvp=_linear_reduction_jvp(np.mean, _mean_vjp), handles_complex=True)  # fmt: skip
+PROD = VjpRule("prod", _call(np.prod), (_prod_vjp,), ((0, ANS),),
+               jvp=_gradient_jvp(_prod_vjp), handles_complex=True)  # fmt: skip
+MAX = VjpRule("max", _call(np.max), (_extremum_vjp,), ((0, ANS),),
+              jvp=_gradient_jvp(_extremum_vjp), handles_complex=True)  # fmt: skip
+MIN = VjpRule("min", _call(np.min), (_extremum_vjp,), ((0, ANS),),
+              jvp=_gradient_jvp(_extremum_vjp), handles_complex=True)  # fmt: skip
 
 
 def _options(**kwargs):
@@ -248,7 +250,12 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_No
     if mean is _NoValue or mean is None:
         mean = np.mean(a, axis=axis, dtype=dtype, keepdims=True, **mask)
     centred = a - mean
-    total = np.sum(centred * centred, axis=axis, dtype=dtype, keepdims=keepdims, **mask)
+    if np.result_type(centred).kind == "c":
+        # numpy's |c|^2 of a complex value: re * re + im * im, real
+        squared = centred.real * centred.real + centred.imag * centred.imag
+    else:
+        squared = centred * centred
+    total = np.sum(squared, axis=axis, dtype=dtype, keepdims=keepdims, **mask)
     count = _group_sizes(np.shape(a), axis, keepdims, where)
     if not mask:
         return assign_out(total / max(count - ddof, 0), out, "np.var")

@@ -50,9 +50,11 @@ SQRT_TWO_PI = math.sqrt(2 * math.pi)
 UFUNCS: dict[str, Any] = {}
 
 
-def _rule(name: str, *vjps: Any, reads: tuple[tuple[Any, ...], ...]) -> None:
+def _rule(
+    name: str, *vjps: Any, reads: tuple[tuple[Any, ...], ...], handles_complex: bool = False
+) -> None:
     ufunc = getattr(special, name)
-    rule = ufunc_rule(ufunc, *vjps, reads=reads)
+    rule = ufunc_rule(ufunc, *vjps, reads=reads, handles_complex=handles_complex)
     rule.name = f"scipy.special.{name}"
     UFUNCS[name] = ufunc
 
@@ -127,8 +129,11 @@ _rule(
 _rule("expit", lambda g, ans, x: g * ans * (1 - ans), reads=((ANS,),))
 _rule("logit", lambda g, ans, x: g / (x * (1 - x)), reads=((0,),))
 _rule("log_expit", lambda g, ans, x: g * special.expit(-x), reads=((0,),))
-_rule("erf", lambda g, ans, x: g * TWO_OVER_SQRT_PI * np.exp(-x * x), reads=((0,),))
-_rule("erfc", lambda g, ans, x: -g * TWO_OVER_SQRT_PI * np.exp(-x * x), reads=((0,),))
+# (holomorphic: the same vjps for complex arguments)
+_rule("erf", lambda g, ans, x: g * TWO_OVER_SQRT_PI * np.exp(-x * x), reads=((0,),),
+      handles_complex=True)  # fmt: skip
+_rule("erfc", lambda g, ans, x: -g * TWO_OVER_SQRT_PI * np.exp(-x * x), reads=((0,),),
+      handles_complex=True)  # fmt: skip
 _rule("erfinv", lambda g, ans, x: g * SQRT_PI_OVER_TWO * np.exp(ans * ans), reads=((ANS,),))
 _rule("erfcinv", lambda g, ans, x: -g * SQRT_PI_OVER_TWO * np.exp(ans * ans), reads=((ANS,),))
 _rule("ndtr", lambda g, ans, x: g * np.exp(-x * x / 2) / SQRT_TWO_PI, reads=((0,),))

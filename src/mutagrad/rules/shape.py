@@ -20,6 +20,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from mutagrad.core.jvps import linear, passed_on
+from mutagrad.core.regions import IMAG_PART, REAL_PART
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
@@ -44,13 +45,13 @@ def _view_function(numpy_function: Any, name: str, copy_vjp: Any = None):
     """
     copy_rule = None
     if copy_vjp is not None:
-        copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),), jvp=linear())
+        copy_rule = VjpRule(name, numpy_function, (copy_vjp,), ((),), jvp=linear(),
+                            handles_complex=True)  # fmt: skip
     # A scalar (a WrappedScalar, or a 0-d array that np.flip turns into a
     # numpy scalar) has no memory to view: numpy copies its one value into
     # every element of the result, so its cotangent is the sum of g.
-    scalar_rule = VjpRule(
-        name, numpy_function, (lambda g, ans, x, *a, **k: np.sum(g),), ((),), jvp=linear()
-    )
+    scalar_rule = VjpRule(name, numpy_function, (lambda g, ans, x, *a, **k: np.sum(g),), ((),),
+                          jvp=linear(), handles_complex=True)  # fmt: skip
 
     def adapter(a: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(a, WrappedValue):
@@ -111,7 +112,6 @@ for _fn, _vjp in (
     (np.rot90, None),
     (np.matrix_transpose, None),
     (np.linalg.matrix_transpose, None),
-    (np.real, None),
     # numpy returns a real array itself, and a complex one's real part when it is close
     (np.real_if_close, None),
 ):
@@ -135,6 +135,28 @@ def _sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=F
             "such writes."
         )
     return _windows(x, window_shape, axis=axis, subok=subok)
+
+
+_real_view = _view_function(np.real, "real")
+
+
+@implements(np.real)
+def real(val):
+    # A complex array's real parts are a view (its reads: mutagrad.core.regions.REAL_PART);
+    # a complex scalar's are a number.
+    complex_scalar = isinstance(val, WrappedValue) and not isinstance(val, WrappedArray)
+    if complex_scalar and val.dtype.kind == "c":
+        return apply(REAL_PART, (val,))
+    return _real_view(val)
+
+
+@implements(np.imag)
+def imag(val):
+    if isinstance(val, WrappedValue):
+        if val.dtype.kind == "c" and not isinstance(val, WrappedArray):
+            return apply(IMAG_PART, (val,))
+        return val.imag  # a view of the imaginary parts, or a real array's constant zeros
+    return np.imag(val)
 
 
 @implements(np.ravel)
@@ -193,7 +215,12 @@ def view(x: WrappedArray, dtype: Any = None) -> WrappedArray:
     return v
 
 
-COPY = VjpRule("copy", np.copy, (lambda g, ans, x, **kw: g,), ((),), jvp=passed_on)
+# Every rule in this module is linear (a copy, a reshape, a join, a cast): complex
+# values need nothing more. A cast from complex to real keeps the real part, whose
+# transpose hands back the real cotangent; from real to complex, the engine takes
+# the real part of the complex cotangent (JAX's convert_element_type).
+COPY = VjpRule("copy", np.copy, (lambda g, ans, x, **kw: g,), ((),), jvp=passed_on,
+               handles_complex=True)  # fmt: skip
 
 
 @implements(np.copy)
@@ -207,6 +234,7 @@ ASTYPE = VjpRule(
     (lambda g, ans, x, dtype, **kw: g,),
     ((),),
     jvp=passed_on,
+    handles_complex=True,
 )
 
 
@@ -268,7 +296,7 @@ def _concatenate_rule(n: int) -> VjpRule:
         return lambda g, ans, *xs, axis=0, **kw: _split_along(g, [x.shape for x in xs], axis, i)
 
     return VjpRule("concatenate", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n,
-                   jvp=linear(_concatenate_jvp))  # fmt: skip
+                   jvp=linear(_concatenate_jvp), handles_complex=True)  # fmt: skip
 
 
 def _as_arrays(arrays):
@@ -320,7 +348,7 @@ def _stack_rule(n: int) -> VjpRule:
         return vjp
 
     return VjpRule("stack", forward, tuple(vjp_for(i) for i in range(n)), ((),) * n,
-                   jvp=linear(_stack_jvp))  # fmt: skip
+                   jvp=linear(_stack_jvp), handles_complex=True)  # fmt: skip
 
 
 @implements(np.stack)

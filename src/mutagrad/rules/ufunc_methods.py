@@ -361,6 +361,9 @@ class ReduceMethod(CallRule):
 def _reduce_axes(ndim: int, kwargs: dict[str, Any]) -> tuple[tuple[int, ...], bool]:
     """The axes ``ufunc.reduce`` removes (for the forward rules)."""
     return _reduced_axes(kwargs.get("axis", 0), ndim), kwargs.get("keepdims", False)
+# The reduces whose vjps are those of np.sum, np.prod, np.max and np.min, which handle
+# complex values (tests/rules/test_complex.py).
+COMPLEX_REDUCES = (np.add, np.multiply, np.maximum, np.minimum)
 
 
 def _closed_reduce(ufunc: np.ufunc, vjp: Callable[..., Any], reads: tuple[Any, ...]) -> VjpRule:
@@ -373,6 +376,7 @@ def _closed_reduce(ufunc: np.ufunc, vjp: Callable[..., Any], reads: tuple[Any, .
         (closed_vjp,),
         (reads,),
         jvp=through_gradient(closed_vjp, _reduce_axes),
+        handles_complex=ufunc in COMPLEX_REDUCES,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mutagrad.core.jvps import ELEMENTWISE
+from mutagrad.core.regions import COMPLEX_FROM_PARTS
 from mutagrad.core.registry import ANS, UFUNC_RULES, CallRule, VjpRule, implements, ufunc_rule
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import WrappedValue, unwrap, wrap_constant
@@ -46,7 +47,8 @@ ufunc_rule(
 )
 ufunc_rule(np.negative, lambda g, ans, x: -g, reads=((),))
 ufunc_rule(np.positive, lambda g, ans, x: g, reads=((),))
-ufunc_rule(np.conjugate, lambda g, ans, x: g, reads=((),))
+# conj's transpose under the pairing Re(u * v) is conj itself (a real g is its own).
+ufunc_rule(np.conjugate, lambda g, ans, x: np.conjugate(g), reads=((),), handles_complex=True)
 
 
 _SCALARS = (int, float, np.float64, np.int64)
@@ -104,7 +106,74 @@ ufunc_rule(
     lambda g, ans, x, exponent: None,  # an integer exponent: no derivative
     reads=((1,), ()),
 )
-ufunc_rule(np.absolute, lambda g, ans, x: g * np.sign(x), reads=((0,),))
+def _absolute_vjp(g, ans, x):
+    # d|x| = sign(x) dx for real x (0 at the kink); for complex z, Re(conj(z) dz) / |z|,
+    # whose transpose multiplies by conj(z) / |z| = conj(sign(z)) (0 at z = 0).
+    direction = np.sign(x)
+    if np.result_type(direction).kind == "c":
+        direction = np.conjugate(direction)
+    return g * direction
+
+
+ufunc_rule(np.absolute, _absolute_vjp, reads=((0,),), handles_complex=True)
+
+
+class ComplexOnly(CallRule):
+    """A ufunc piecewise constant on real numbers and smooth on complex ones (``np.sign``).
+
+    Real arguments give a constant, as a non-differentiable function's do;
+    complex arguments are recorded with ``rule``.
+    """
+
+    __slots__ = ("rule", "ufunc")
+
+    def __init__(self, ufunc: np.ufunc, rule: VjpRule):
+        super().__init__(ufunc.__name__)
+        self.ufunc = ufunc
+        self.rule = rule
+
+    def call(self, args, kwargs):
+        raw = unwrap(args)
+        if any(np.result_type(r).kind == "c" for r in raw):
+            return apply(self.rule, args, kwargs)
+        return wrap_constant(self.ufunc(*raw, **(kwargs or {})), args, raw)
+
+
+def _complex_sign_vjp(g, ans, z):
+    # sign(z) = z / |z| has d/dz = 1 / (2|z|) and d/dconj(z) = -z^2 / (2|z|^3); the
+    # transpose of dz -> a dz + b conj(dz) is g -> g a + conj(g) conj(b). At z = 0, where
+    # numpy's sign is 0 and no derivative exists, 0 (as absolute's at its kink).
+    r = np.abs(z)
+    safe = np.where(r == 0, 1.0, r)
+    grad = g / (2 * safe) - np.conjugate(g) * np.conjugate(z) ** 2 / (2 * safe**3)
+    return np.where(r == 0, 0, grad)
+
+
+UFUNC_RULES[np.sign] = ComplexOnly(
+    np.sign,
+    VjpRule("sign", np.sign, (_complex_sign_vjp,), ((0,),), handles_complex=True),
+)
+
+
+def _angle_vjp(g, ans, z, deg=False):
+    # angle = arctan2(y, x): d/dx = -y/|z|^2, d/dy = x/|z|^2, so a real cotangent g
+    # gives g (d/dx - i d/dy) = -i g conj(z) / |z|^2 (0 at z = 0, where no derivative exists).
+    r2 = np.real(z) ** 2 + np.imag(z) ** 2
+    safe = np.where(r2 == 0, 1.0, r2)
+    grad = -1j * np.real(g) * np.conjugate(z) / safe
+    grad = np.where(r2 == 0, 0, grad)
+    return grad * (180 / np.pi) if deg else grad
+
+
+ANGLE = VjpRule("angle", np.angle, (_angle_vjp,), ((0,),), handles_complex=True)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    # Of a real array, 0 or pi: piecewise constant. Of a complex one, smooth.
+    if isinstance(z, WrappedValue) and np.result_type(unwrap(z)).kind == "c":
+        return apply(ANGLE, (z,), {"deg": deg} if deg else None)
+    return wrap_constant(np.angle(unwrap(z), deg=deg), (z,), (unwrap(z),))
 ufunc_rule(np.fabs, lambda g, ans, x: g * np.sign(x), reads=((0,),))
 ufunc_rule(
     np.nextafter,
@@ -164,7 +233,15 @@ ufunc_rule(np.sinh, lambda g, ans, x: g * np.cosh(x), reads=((0,),))
 ufunc_rule(np.cosh, lambda g, ans, x: g * np.sinh(x), reads=((0,),))
 ufunc_rule(np.tanh, lambda g, ans, x: g * (1 - ans * ans), reads=((ANS,),))
 ufunc_rule(np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1), reads=((0,),))
-ufunc_rule(np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1), reads=((0,),))
+def _arccosh_vjp(g, ans, x):
+    if np.result_type(x).kind == "c":
+        # numpy's principal branch, log(z + sqrt(z + 1) sqrt(z - 1)): its derivative is
+        # 1 / (sqrt(z - 1) sqrt(z + 1)), which sqrt(z * z - 1) equals only for Re z > 0.
+        return g / (np.sqrt(x - 1) * np.sqrt(x + 1))
+    return g / np.sqrt(x * x - 1)
+
+
+ufunc_rule(np.arccosh, _arccosh_vjp, reads=((0,),))
 ufunc_rule(np.arctanh, lambda g, ans, x: g / (1 - x * x), reads=((0,),))
 for _ufunc in (np.deg2rad, np.radians):
     ufunc_rule(_ufunc, lambda g, ans, x: g * (np.pi / 180), reads=((),))
@@ -259,10 +336,23 @@ def sinc(x):
 @implements(np.nan_to_num)
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     dtype = np.result_type(unwrap(x))
-    if not isinstance(x, WrappedValue) or dtype.kind != "f":
-        # Exact types have no NaN; complex numbers are not differentiated.
+    if not isinstance(x, WrappedValue) or dtype.kind not in "fc":
+        # Exact types have no NaN.
         return wrap_constant(np.nan_to_num(unwrap(x), copy=True, nan=nan, posinf=posinf,
                                            neginf=neginf))  # fmt: skip
+    if dtype.kind == "c":
+        # numpy replaces in each part on its own; the parts are joined bit for bit.
+        parts = [nan_to_num(part(x), nan=nan, posinf=posinf, neginf=neginf)
+                 for part in (np.real, np.imag)]  # fmt: skip
+        raw = np.empty(np.shape(unwrap(x)), dtype)
+        raw.real, raw.imag = unwrap(parts[0]), unwrap(parts[1])
+        result = apply(COMPLEX_FROM_PARTS, tuple(parts), None, raw[()] if raw.ndim == 0 else raw)
+        if not copy:
+            from mutagrad.traced.mutation import assign
+
+            assign(x, Ellipsis, result, "np.nan_to_num(..., copy=False)")
+            return x
+        return result
     info = np.finfo(dtype)
     high = info.max if posinf is None else posinf
     low = info.min if neginf is None else neginf
@@ -382,3 +472,22 @@ _register_outputs(
     ),
     None,
 )
+
+
+# -- complex values -----------------------------------------------------------------
+# These rules' vjps multiply by f'(z) as written, unconjugated, which for these
+# holomorphic functions (and the selections, piecewise the identity) is JAX's
+# convention for complex values too; tests/rules/test_complex.py checks each one
+# against finite differences in the real and the imaginary direction.
+HOLOMORPHIC = (
+    np.add, np.subtract, np.multiply, np.true_divide, np.negative, np.positive,
+    np.power, np.float_power, np.square, np.reciprocal,
+    np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.sqrt,
+    np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan,
+    np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh,
+    np.maximum, np.minimum, np.fmax, np.fmin,
+)  # fmt: skip
+for _ufunc in HOLOMORPHIC:
+    UFUNC_RULES[_ufunc].handles_complex = True
+for _rule in (WHERE, CLIP):
+    _rule.handles_complex = True

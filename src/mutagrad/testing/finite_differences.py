@@ -6,6 +6,10 @@
   calls whatever the size), for arguments too large to perturb one element
   at a time.
 
+A complex argument is perturbed in the real and in the imaginary direction of
+each element, and its derivative combined as ``df/dx - i df/dy``: JAX's and
+HIPS autograd's convention, which mutagrad's reverse mode follows.
+
 The function is called on plain ndarrays, never on traced ones, and always
 on fresh copies of the arguments, so a function that mutates its inputs is
 measured correctly. By default every floating-point argument is a float64
@@ -59,10 +63,16 @@ def is_numeric(x: Any) -> bool:
     """Whether finite differences can perturb ``x``: a number or an array of numbers (not bool)."""
     if isinstance(x, (bool, np.bool_)):
         return False
-    if isinstance(x, (float, int, np.floating, np.integer)):
+    if isinstance(x, (float, int, complex, np.inexact, np.integer)):
         return True
     data = x._raw if isinstance(x, WrappedValue) else x
-    return isinstance(data, np.ndarray) and data.dtype.kind in "fiu"
+    return isinstance(data, np.ndarray) and data.dtype.kind in "fciu"
+
+
+def is_complex(x: Any) -> bool:
+    """Whether ``x`` is a complex number or array (perturbed in two directions per element)."""
+    data = x._raw if isinstance(x, WrappedValue) else x
+    return isinstance(data, complex) or np.asarray(data).dtype.kind == "c"
 
 
 def _is_integer(x: Any) -> bool:
@@ -70,13 +80,16 @@ def _is_integer(x: Any) -> bool:
 
 
 def _as_float(x: Any, dtype: Any = np.float64) -> Any:
-    """``x`` as floats to perturb: float64, or (``dtype=None``) its own floating-point dtype.
+    """``x`` as floats to perturb: float64, or (``dtype=None``) its own floating-point dtype;
+    a complex ``x`` as complex128 (or its own complex dtype).
 
     An array keeps its strides when it needs no conversion; a number becomes 0-d.
     """
     x = np.asarray(x)
     target = np.dtype(dtype) if dtype is not None else x.dtype
-    if target.kind != "f":  # an integer argument, perturbed as float64
+    if x.dtype.kind == "c":
+        target = np.result_type(target, np.complex64) if dtype is not None else x.dtype
+    elif target.kind != "f":  # an integer argument, perturbed as float64
         target = np.dtype(np.float64)
     return fresh_copy(x) if x.dtype == target else np.array(x, dtype=target)
 
@@ -93,18 +106,22 @@ def reference_copies(args: Sequence[Any], dtype: Any = np.float64) -> list[Any]:
     converted = []
     for x in copies:
         if _is_lower_float(x, dtype):
-            x = float(x) if isinstance(x, np.floating) else _as_float(x, dtype)
+            if isinstance(x, np.generic):
+                x = complex(x) if isinstance(x, np.complexfloating) else float(x)
+            else:
+                x = _as_float(x, dtype)
         converted.append(x)
     return converted
 
 
 def _is_lower_float(x: Any, dtype: Any) -> bool:
-    if isinstance(x, np.ndarray):
+    """A float (complex) argument less precise than ``dtype`` (its complex counterpart)."""
+    if isinstance(x, (np.ndarray, np.floating, np.complexfloating)):
         kind, size = x.dtype.kind, x.dtype.itemsize
-    elif isinstance(x, np.floating):
-        kind, size = "f", x.dtype.itemsize
     else:
         return False
+    if kind == "c":
+        return size < 2 * np.dtype(dtype).itemsize
     return kind == "f" and size < np.dtype(dtype).itemsize
 
 
@@ -112,9 +129,9 @@ def lowest_precision(args: Sequence[Any]) -> np.dtype:
     """The least precise floating-point dtype among ``args`` (float64 when none is lower)."""
     values = [fresh_copy(x) for x in args]
     dtypes = [
-        np.dtype(x.dtype)
+        np.finfo(x.dtype).dtype  # (a complex dtype's parts)
         for x in values
-        if isinstance(x, (np.ndarray, np.floating)) and x.dtype.kind == "f"
+        if isinstance(x, (np.ndarray, np.inexact)) and x.dtype.kind in "fc"
     ]
     return min(dtypes, key=lambda d: d.itemsize, default=np.dtype(np.float64))
 
@@ -125,7 +142,10 @@ def _call_shifted(f: Callable[..., Any], base: list[Any], k: int, point: np.ndar
     A number stays a number (a Python float); an array, 0-d included, stays an array.
     """
     call = fresh_copies(base)
-    call[k] = point if isinstance(base[k], np.ndarray) else float(point)
+    if isinstance(base[k], np.ndarray):
+        call[k] = point
+    else:
+        call[k] = complex(point) if np.iscomplexobj(point) else float(point)
     return scalar_value(f(*call))
 
 
@@ -145,7 +165,7 @@ def numerical_gradient(
     each one's). Non-numeric arguments get ``None``, and so does an integer
     argument that ``f`` cannot take as a float (an index or a size: it has no
     derivative). ``wrt`` restricts the work to some argument positions (the
-    others get ``None``).
+    others get ``None``). A complex argument's derivative is ``df/dx - i df/dy``.
     """
     base = reference_copies(args, dtype)
     grads: list[Any] = []
@@ -154,21 +174,27 @@ def numerical_gradient(
             grads.append(None)
             continue
         point = _as_float(x, dtype)
-        g = np.zeros(np.shape(point))
+        # (real, imaginary) steps: df/dx - i df/dy, the gradient as mutagrad gives it
+        steps = [(1.0, 1.0), (1j, -1j)] if point.dtype.kind == "c" else [(1.0, 1.0)]
+        g = np.zeros(np.shape(point), dtype=np.complex128 if len(steps) == 2 else np.float64)
         try:
             for i in range(g.size):
-                values = []
-                for sign in (1.0, -1.0):
-                    shifted = fresh_copy(point)
-                    shifted.flat[i] += sign * eps
-                    values.append(_call_shifted(f, base, k, shifted))
-                g.flat[i] = (values[0] - values[1]) / (2 * eps)
+                for step, weight in steps:
+                    values = []
+                    for sign in (1.0, -1.0):
+                        shifted = fresh_copy(point)
+                        shifted.flat[i] += sign * eps * step
+                        values.append(_call_shifted(f, base, k, shifted))
+                    g.flat[i] += weight * (values[0] - values[1]) / (2 * eps)
         except _NOT_A_NUMBER_ERRORS:
             if not _is_integer(x):
                 raise
             grads.append(None)  # an integer used as an index or a size
             continue
-        grads.append(g if isinstance(x, np.ndarray) else float(g))
+        if isinstance(x, np.ndarray):
+            grads.append(g)
+        else:
+            grads.append(complex(g) if g.dtype.kind == "c" else float(g))
     return grads
 
 
@@ -182,8 +208,10 @@ def directional_derivative(
 ) -> float | None:
     """Central difference of scalar ``f`` along ``direction`` in argument ``k``.
 
-    The arguments are converted as in :func:`numerical_gradient`. ``None``
-    when argument ``k`` is an integer that ``f`` cannot take as a float.
+    The arguments are converted as in :func:`numerical_gradient`; a complex
+    argument may move along a complex direction (its pairing with the
+    gradient is then ``Re(sum(gradient * direction))``). ``None`` when
+    argument ``k`` is an integer that ``f`` cannot take as a float.
     """
     base = reference_copies(args, dtype)
     point = _as_float(base[k], dtype)

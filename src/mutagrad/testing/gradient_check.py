@@ -34,6 +34,7 @@ from mutagrad.testing.finite_differences import (
     directional_derivative,
     fresh_copies,
     fresh_copy,
+    is_complex,
     is_numeric,
     lowest_precision,
     numerical_gradient,
@@ -72,7 +73,9 @@ def argument_label(f: Any, k: int) -> str:
 
 
 def _as_float_array(value: Any) -> np.ndarray:
-    return np.asarray(value, dtype=np.float64)
+    """``value`` as float64 numbers, or complex128 when it is complex."""
+    data = np.asarray(value)
+    return data.astype(np.complex128 if data.dtype.kind == "c" else np.float64)
 
 
 def elementwise_report(label: str, got: Any, want: Any, atol: float, rtol: float) -> str:
@@ -243,9 +246,12 @@ class DifferenceReference:
     def _directional(self, k: int) -> list[tuple[np.ndarray, float]] | None:
         """(direction, derivative along it) for :attr:`directions` random directions."""
         shape = np.shape(fresh_copy(self.args[k]))
+        complex_argument = is_complex(self.args[k])
         pairs = []
         for _ in range(self.directions):
             v = self.rng.standard_normal(shape)
+            if complex_argument:
+                v = v + 1j * self.rng.standard_normal(shape)
             d = directional_derivative(self.f, self.args, k, v, eps=self.eps, dtype=self.dtype)
             if d is None:
                 return None
@@ -287,7 +293,7 @@ class DifferenceReference:
         rtol: float,
     ) -> str | None:
         for j, (v, want_d) in enumerate(want):
-            got_d = float(np.sum(got * v))
+            got_d = float(np.real(np.sum(got * v)))  # (Re: a complex argument's pairing)
             # Element errors below atol add up, over a random direction, to about atol * |v|.
             tolerance = atol * float(np.linalg.norm(v)) + rtol * max(abs(got_d), abs(want_d))
             if not abs(got_d - want_d) <= tolerance:

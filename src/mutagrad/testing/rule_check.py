@@ -197,10 +197,10 @@ def _raw(value: Any) -> Any:
 def _is_float(value: Any) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return False
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, (float, complex, np.inexact)):
         return True
     data = _raw(value)
-    return isinstance(data, np.ndarray) and data.dtype.kind == "f"
+    return isinstance(data, np.ndarray) and data.dtype.kind in "fc"
 
 
 def _overwritten(value: np.ndarray) -> np.ndarray:
@@ -210,7 +210,7 @@ def _overwritten(value: np.ndarray) -> np.ndarray:
     ``x`` is); integers and booleans are reversed (indices stay in range,
     masks keep their count).
     """
-    if value.dtype.kind == "f":
+    if value.dtype.kind in "fc":
         return (0.5 * value + 0.25).astype(value.dtype)
     return np.flip(value).copy() if value.ndim else value.copy()
 
@@ -234,17 +234,23 @@ def _same_answer(a: dict[int, Any], b: dict[int, Any]) -> list[int]:
         if ga is None or gb is None:
             same = ga is None and gb is None
         else:
-            a_values, b_values = np.asarray(ga, dtype=float), np.asarray(gb, dtype=float)
+            a_values, b_values = _numbers(ga), _numbers(gb)
             same = np.allclose(a_values, b_values, rtol=_SAME_RTOL, atol=1e-12, equal_nan=True)
         if not same:
             changed.append(k)
     return changed
 
 
+def _numbers(value: Any) -> np.ndarray:
+    """``value`` as float64, or complex128 when complex."""
+    data = np.asarray(value)
+    return data.astype(np.complex128 if data.dtype.kind == "c" else np.float64)
+
+
 def _worst_change(before: Any, after: Any) -> str:
     if before is None or after is None:
         return f"{before!r} before, {after!r} after"
-    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    b, a = _numbers(before), _numbers(after)
     err = np.abs(a - b)
     err = np.where(np.isnan(err), np.inf, err)
     flat = int(np.argmax(err)) if err.size else 0
@@ -307,7 +313,7 @@ class _RuleChecker:
         expected = fn(*fresh_copies(args), **self.kwargs)
         self.expected = [np.array(_raw(o), copy=True) for o in _outputs(expected)]
         self.tuple_output = isinstance(expected, tuple)
-        self.float_outputs = [j for j, o in enumerate(self.expected) if o.dtype.kind == "f"]
+        self.float_outputs = [j for j, o in enumerate(self.expected) if o.dtype.kind in "fc"]
         if not self.float_outputs:
             raise AssertionError(
                 f"check_rule({self.name}): the output has no floating-point part to differentiate"
@@ -361,19 +367,29 @@ class _RuleChecker:
                     f"output_cotangent: expected {len(self.float_outputs)} cotangent(s), one per "
                     "floating-point output"
                 )
-            return [np.asarray(p, dtype=np.float64) for p in parts]
+            return [_numbers(p) for p in parts]
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(self.expected[j].shape) for j in self.float_outputs]
+        drawn = []
+        for j in self.float_outputs:
+            shape = self.expected[j].shape
+            dy = rng.standard_normal(shape)
+            if self.expected[j].dtype.kind == "c":
+                dy = dy + 1j * rng.standard_normal(shape)
+            drawn.append(dy)
+        return drawn
 
     def _pairing(self, *call_args: Any) -> Any:
         """``<dy, fn(*call_args)>``: a scalar whose gradient is the vjp of ``dy``."""
         return self._pair(self.fn(*call_args, **self.kwargs))
 
     def _pair(self, result: Any) -> Any:
+        """``Re(sum(y * dy))`` over the outputs: its gradient is the vjp of ``dy``, for complex
+        outputs too (JAX's convention: the pairing Re(u * v))."""
         outputs = _outputs(result)
         total: Any = 0.0
         for j, dy in zip(self.float_outputs, self.cotangents):
-            total = total + np.sum(outputs[j] * dy)
+            paired = np.sum(outputs[j] * dy)
+            total = total + (np.real(paired) if np.iscomplexobj(dy) else paired)
         return total
 
     # -- running fn through the rule -------------------------------------------------
@@ -638,7 +654,7 @@ class _RuleChecker:
                 "for an argument without a derivative (an integer index, a flag), and "
                 "ZeroTangent() only where the derivative is zero.\n"
             )
-        if not np.any(np.asarray(got, dtype=float)):
+        if not np.any(_numbers(got)):
             return (
                 f"the pullback returns a zero cotangent for {self.label(k)} (ZeroTangent() or "
                 "zeros), but its derivative is not zero. Fix: return its cotangent.\n"

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, Trace, refuse_complex
+from mutagrad.core.engine import STATE, Trace, refuse_complex_tangent
 from mutagrad.core.memory import Region
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.diagnostics.messages import missing_forward_rule_message
@@ -71,7 +71,7 @@ def level_jvp(
         name, user = (f"np.{rule.name}", None) if rule.trusted else (rule.name, "defvjp")
         raise MissingForwardRuleError(missing_forward_rule_message(name, user))
     if ans._raw.dtype.kind == "c":
-        refuse_complex(ans._raw.dtype, f"np.{rule.name}", user_site())
+        refuse_complex_tangent(ans._raw.dtype, f"np.{rule.name}", user_site())
     kw = kwargs if kwargs and rule.params else None
     parent = level.parent
     if parent is None:

@@ -85,6 +85,7 @@ class IndexRule(Rule):
     """``x[key]`` when it copies: an element or an advanced index."""
 
     __slots__ = ()
+    handles_complex = True  # (a linear map)
 
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (x,) = node.inputs

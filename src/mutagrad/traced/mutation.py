@@ -34,12 +34,20 @@ from mutagrad.core.engine import (
     Trace,
     VjpRule,
     WriteRecord,
-    refuse_complex,
+    refuse_complex_tangent,
     refuse_other_thread_write,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
 from mutagrad.core.record import push, record, save_output
-from mutagrad.core.regions import FANCY_INDEX, MASK_INDEX, NO_INDEX, WRITE
+from mutagrad.core.regions import (
+    COMPLEX_FROM_PARTS,
+    FANCY_INDEX,
+    MASK_INDEX,
+    NO_INDEX,
+    WRITE,
+    complex_elements,
+    is_imaginary_part,
+)
 from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, rule_found_on_miss
 from mutagrad.diagnostics.messages import conversion_message, missing_rule_message
 from mutagrad.diagnostics.sites import Site, format_site, user_site, with_article
@@ -67,6 +75,7 @@ from mutagrad.traced.value import (
     check_thread,
     holds_wrapped,
     is_active,
+    make_view,
     node_of,
     operand,
     runs_elsewhere,
@@ -445,8 +454,8 @@ def commit(
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
         return
-    if value_node is not None:
-        _refuse_into_exported_or_complex(base, site)
+    if value_node is not None and base._flags & EXPORTED:
+        _refuse_exported(site)
     tape = trace.tape
     if (
         old_node is None
@@ -475,14 +484,13 @@ def commit(
     tape.touch(base)
 
 
-def _refuse_into_exported_or_complex(base: WrappedArray, site: Site | None) -> None:
-    """A differentiated value written into ``base``: refused where the derivative would be
-    lost (memory numpy handed out as a plain array, a complex array)."""
+def _refuse_forward_write_into(base: WrappedArray, site: Site | None) -> None:
+    """A value with a tangent written into ``base``: refused where the tangent would be lost
+    (memory numpy handed out as a plain array) or is not carried yet (a complex array)."""
     if base._flags & EXPORTED:
         _refuse_exported(site)
-    if base._raw.dtype.kind == "c":
-        refuse_complex(base._raw.dtype, "a write of a differentiated value into a complex array",
-                       site if site is not None else user_site())  # fmt: skip
+    refuse_complex_tangent(base._raw.dtype, "a write of a value with a tangent into a complex "
+                           "array", site if site is not None else user_site())  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -587,6 +595,9 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     key, basic = indexing.normalize_index(index)
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
+    if is_part_view(w):
+        _assign_part(w, index, value, operation, mask)
+        return
     if (
         operation in _STORES_SEQUENCES
         and mask is None
@@ -614,9 +625,72 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         commit(base, place, value_node, trace, kind, index_out, winners, site, element)
         if trace.forward:
             if tangent:
-                _refuse_into_exported_or_complex(base, site)
+                _refuse_forward_write_into(base, site)
             forward_write(w, base, key, index_out if mask is not None else None, winners,
                           value, trace)  # fmt: skip
+
+
+def is_part_view(w: WrappedArray) -> bool:
+    """Whether ``w`` views one part of a complex array's elements (``z.real``, ``z.imag``)."""
+    base = w._base
+    return base is not None and w._raw.itemsize != base._raw.itemsize and (
+        base._raw.dtype.kind == "c"
+    )
+
+
+def _assign_part(
+    w: WrappedArray, index: Any, value: Any, operation: str, mask: Any, own: Node | None = None
+) -> None:
+    """:func:`assign` into one part of complex elements (``z.real[i] = v``).
+
+    numpy's write, and the poisoning of the captures it overlaps, happen on the
+    part (a capture of the other part stays valid); the tape records the write of
+    whole elements: the other part is read first (so the old values' gradient
+    flows where it should) and the new elements carry both parts' nodes
+    (:data:`~mutagrad.core.regions.COMPLEX_FROM_PARTS`). ``own``: the node of the
+    operation whose result is written (its own saved inputs are kept, not poisoned).
+    """
+    trace = STATE.get()
+    key, basic = indexing.normalize_index(index)
+    value, raw_value, _, base = _checked_value(w, value, operation, trace)
+    data = w._raw  # (after _checked_value: a borrowed array's memory may have moved)
+    elements = complex_elements(data, base._raw)
+    if elements is None:  # (is_part_view holds: numpy's part views always fit)
+        raise AssertionError("a view of one part of complex elements that they do not fit")
+    node = None
+    if trace is not None:
+        if trace.forward and tangents_among((value, base), trace.forward):
+            _refuse_forward_write_into(base, None)  # (forward mode: no complex tangents yet)
+        imaginary = is_imaginary_part(data, elements)
+        node = _parts_node(base, elements, key, mask, value, imaginary, trace)
+    kind, place, index_out, winners, _ = _landing(w, data, key, basic, mask, node is not None)
+    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace, own)
+    _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
+    base._version += 1
+    if trace is not None:
+        whole_place = _landing(w, elements, key, basic, mask, node is not None)[1]
+        site = write.site if write is not None else None
+        commit(base, whole_place, node, trace, kind, index_out, winners, site)
+
+
+def _parts_node(
+    base: WrappedArray, elements: np.ndarray, key: Any, mask: Any, value: Any,
+    imaginary: bool, trace: Trace,
+) -> Node | None:  # fmt: skip
+    """The node of the elements a part write leaves: the written part and the other part,
+    read now, before the write (None when neither carries a gradient)."""
+    whole = make_view(base, elements)
+    selected = whole if mask is not None else whole[key]
+    other = selected.real if imaginary else selected.imag
+    parts = (other, value) if imaginary else (value, other)
+    resolved = [operand(p, trace.tape) for p in parts]
+    nodes = [n for _, n in resolved]
+    if all(n is None for n in nodes):
+        return None
+    lends = np.empty(np.shape(selected._raw), elements.dtype)  # (its shape and dtype)
+    node, _ = record(COMPLEX_FROM_PARTS, parts, [r for r, _ in resolved], nodes, lends,
+                     None, trace, user_site(3))  # fmt: skip
+    return node
 
 
 def _checked_value(
@@ -676,16 +750,17 @@ def _landing(
 
 def _poison(
     base: WrappedArray, data: np.ndarray, key: Any, kind: int, place: np.ndarray, mask: Any,
-    index_out: Any, operation: str, trace: Trace | None,
+    index_out: Any, operation: str, trace: Trace | None, own: Node | None = None,
 ) -> WriteRecord | None:  # fmt: skip
-    """Poison (or snapshot) the captures the write overlaps; the write's record, if needed."""
+    """Poison (or snapshot) the captures the write overlaps; the write's record, if needed.
+    ``own``: the node of the operation whose result is written (its inputs are kept)."""
     write = _write_record(base, operation, key, place, trace)
     if write is not None:  # a capture to poison, or explain's journal
         written = None
         if kind != NO_INDEX and base._captures:
             selected = _selection(data, key, index_out if mask is not None else None)
             written = WrittenElements(data, selected, base._raw)
-        invalidate(base, place, write, None, written)
+        invalidate(base, place, write, own, written)
     return write
 
 
@@ -882,6 +957,8 @@ def write_in_place(
     trace = STATE.get()
     if trace is None and _write_in_place_untraced(inputs, out, perform):
         return out
+    if is_part_view(out):
+        return _write_part_in_place(rule, inputs, out, kwargs, perform, operation, trace)
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     inputs = tuple(array_like(a) for a in inputs)
@@ -924,8 +1001,36 @@ def _forward_rule(
         return None
     if target.dtype.kind in "biu" and any(np.result_type(r).kind in "fc" for r in raw):
         return None
-    _refuse_into_exported_or_complex(base, None)
+    _refuse_forward_write_into(base, None)
     return rule
+def _write_part_in_place(
+    rule: VjpRule | None, inputs: tuple[Any, ...], out: WrappedArray,
+    kwargs: dict[str, Any] | None, perform: Callable[[list[Any], np.ndarray], None],
+    operation: str, trace: Trace | None,
+) -> WrappedArray:  # fmt: skip
+    """:func:`write_in_place` into one part of complex elements (``z.real += v``): the
+    operation computed into a copy (numpy's values: numpy buffers an output that overlaps
+    an input), then written there by :func:`_assign_part`."""
+    inputs = tuple(array_like(a) for a in inputs)
+    resolved = [operand(a, trace.tape if trace is not None else None) for a in inputs]
+    raw = [r for r, _ in resolved]
+    nodes = [n for _, n in resolved]
+    result = np.array(out._raw, copy=True)
+    perform(raw, result)
+    value: Any = result
+    node = None
+    if (
+        trace is not None
+        and rule is not None
+        and any(n is not None for n in nodes)
+        and not truncates(result, raw, nodes)
+    ):
+        node, need_ans = record(rule, inputs, raw, nodes, result, kwargs, trace, user_site())
+        value = WrappedArray(result, node)
+        if need_ans:
+            save_output(node, value, trace.mode)
+    _assign_part(out, Ellipsis, value, operation, None, node)
+    return out
 
 
 def _write_in_place_untraced(

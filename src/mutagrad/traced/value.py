@@ -49,7 +49,13 @@ from mutagrad.core.engine import (
     refuse_other_thread_tangent,
 )
 from mutagrad.core.record import push
-from mutagrad.core.regions import VIEW_READ
+from mutagrad.core.regions import (
+    IMAG_PART,
+    REAL_PART,
+    VIEW_READ,
+    complex_elements,
+    is_imaginary_part,
+)
 from mutagrad.core.registry import FUNCTION_RULES
 from mutagrad.diagnostics.conversions import casts_explicitly
 from mutagrad.diagnostics.messages import (
@@ -221,12 +227,19 @@ class WrappedValue:
     # (x.real = v and x.imag = v write: their setters are bound by mutagrad.traced.)
     @property
     def real(self) -> WrappedArray:
+        """A view: the array itself for a real one, its real parts for a complex one."""
         return np.real(self)
 
     @property
     def imag(self) -> Any:
-        """For a real array numpy's read-only zeros (constant); for a complex one a view."""
-        return wrap_constant(self._raw.imag, (self,), (self._raw,))
+        """For a real array numpy's read-only zeros (constant); for a complex one a view of
+        the imaginary parts (for a complex scalar, a number)."""
+        raw = self._raw
+        if raw.dtype.kind != "c":
+            return wrap_constant(raw.imag, (self,), (raw,))
+        if isinstance(self, WrappedArray):
+            return make_view(self, raw.imag)
+        return FUNCTION_RULES[np.imag](self)
 
     # (A WrappedArray's x.flat, read and written, is bound by mutagrad.traced: traced.flat.)
     @property
@@ -919,11 +932,28 @@ def node_of(w: WrappedValue, tape: engine.Tape | None) -> Node | None:
     if n is not None and w._version == base._version and n.tape is tape and n.inputs[0] is bn:
         return n
     data = w._raw
-    n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
-             (data, base._raw, base._version, base))  # fmt: skip
+    if data.itemsize != base._raw.itemsize:
+        n = _part_node(data, base, bn, tape)
+    else:
+        n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
+                 (data, base._raw, base._version, base))  # fmt: skip
     w._node = n
     w._version = base._version
     return n
+
+
+def _part_node(data: np.ndarray, base: WrappedArray, bn: Node, tape: engine.Tape) -> Node:
+    """The node of ``z.real`` or ``z.imag`` (a view of one part of complex elements): the
+    view of the whole elements, then the part of them (mutagrad.core.regions)."""
+    elements = complex_elements(data, base._raw)
+    site = user_site(3)
+    if elements is None:  # x.view(other dtype): refused by the view's Region
+        return push(Node(VIEW_READ, (bn,), tape, bn.tag, data, site),
+                    (data, base._raw, base._version, base))  # fmt: skip
+    whole = push(Node(VIEW_READ, (bn,), tape, bn.tag, elements, site),
+                 (elements, base._raw, base._version, base))  # fmt: skip
+    part = IMAG_PART if is_imaginary_part(data, elements) else REAL_PART
+    return push(Node(part, (whole,), tape, bn.tag, data, site), (None, None))
 
 
 def is_active(w: WrappedValue) -> bool:

@@ -256,6 +256,14 @@ def step_cast(r: Renderer, d: Draw) -> bool:
 @step("complex")
 def step_complex(r: Renderer, d: Draw) -> bool:
     complex_arrays = r.find(dtypes=("c16",))
+    if complex_arrays and d.chance(30):  # complex to complex: transforms with complex rules
+        c = d.pick([v for v in complex_arrays if v.shape] or complex_arrays)
+        forms = ["np.conj({0}) * {0}", "np.sqrt({0} + 2.0)", "np.exp({0}) / (1.0 + 1j)"]
+        if c.shape:
+            forms += ["np.fft.fft({0}, axis=-1)", "np.fft.ifft({0}, axis=0)",
+                      "np.cumsum({0}, axis=-1)", "np.sort({0}, axis=-1)"]  # fmt: skip
+        r.define("c", d.pick(forms).format(c.name), c.shape, "c16")
+        return True
     if complex_arrays and d.chance(50):
         c = d.pick(complex_arrays)
         form = d.pick(
