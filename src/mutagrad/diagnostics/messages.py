@@ -238,9 +238,6 @@ def leaf_message(x: Any, name: str) -> str:
         if dtype.kind == "b":
             reason = "booleans have no derivative"
             fixes.append("x.astype(float) if its values stand for numbers")
-        elif dtype.kind == "c":
-            reason = "mutagrad differentiates real-valued code, and complex values are refused"
-            fixes.append("pass the real and imaginary parts as two real arrays")
         else:
             reason = f"values of dtype {dtype} have no derivative"
             fixes.append("convert it to a float array if its values stand for numbers")

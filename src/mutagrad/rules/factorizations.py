@@ -14,8 +14,8 @@ vjp is written with numpy functions that have rules (these factorizations
 included), so it differentiates again.
 
 Where the derivative does not exist, mutagrad raises instead of returning a
-number: complex eigenvalues (mutagrad differentiates real code only), the
-basis numpy picks for the complement of a non-square matrix's range in
+number: a loss that depends on the phase numpy picks for a complex eigenvector or
+singular vector, the basis numpy picks for the complement of a non-square matrix's range in
 ``svd(..., full_matrices=True)`` and ``qr(..., mode='complete')`` when the
 loss reads it, ``qr(..., mode='raw')`` (Householder reflectors), and
 ``pinv``/``lstsq`` cutoffs that discard singular values above rounding level

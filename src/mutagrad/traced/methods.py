@@ -94,6 +94,6 @@ def _set_part(w: WrappedValue, part: str, value: Any) -> None:
         # The real part of a real array is the array itself.
         mutation.assign(w, Ellipsis, value, "x.real = ...")
         return
-    # A complex array never carries a gradient (mutagrad refuses complex values
-    # that do), so this is a write into a constant, through a view of one part.
+    # The write of one part of a complex array, through the view of that part
+    # (recorded as a write of whole elements: mutation's part-view path).
     mutation.assign(getattr(w, part), Ellipsis, value, f"x.{part} = ...")

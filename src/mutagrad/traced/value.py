@@ -313,7 +313,7 @@ class WrappedValue:
     def __int__(self) -> int:
         # Truncation is piecewise constant: int(x[0]) of a traced float has no
         # derivative (as x.astype(int)), and an index or a count needs none.
-        # (Traced complex values are refused where they are made.) But numpy
+        # (int() of a complex number is numpy's TypeError.) But numpy
         # also calls this to store a float into an integer array, which is refused
         # as the same store into a WrappedArray is (see refuse_integer_store).
         if self._raw.dtype.kind == "f" and is_active(self):
