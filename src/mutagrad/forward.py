@@ -35,11 +35,20 @@ from mutagrad.call import (
     nested_output,
     passes_through,
 )
-from mutagrad.core.engine import STATE, ForwardTrace, Node, Trace, VjpRule, collector_paused
+from mutagrad.core.engine import (
+    STATE,
+    ForwardTrace,
+    Node,
+    Trace,
+    VjpRule,
+    collector_paused,
+    refuse_complex_tangent,
+)
 from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.sites import user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
 from mutagrad.porting import hvp as reverse_hvp
@@ -135,6 +144,15 @@ def _tangent_dtype(value: Any) -> np.dtype:
     return cotangent_dtype(np.result_type(data))
 
 
+def _refuse_complex_leaves(leaves: list[Any], caller: str) -> None:
+    """Forward mode carries no complex tangents yet: a complex argument is refused by name
+    (it would otherwise pass as a constant, with a zero tangent)."""
+    for leaf in leaves:
+        data = leaf._raw if isinstance(leaf, WrappedValue) else leaf
+        if isinstance(data, (np.ndarray, np.generic, complex)):
+            refuse_complex_tangent(np.result_type(data), f"{caller}'s argument", user_site())
+
+
 def _is_differentiable(leaf: Any) -> bool:
     if isinstance(leaf, (bool, np.bool_)):
         return False
@@ -210,6 +228,7 @@ def jvp(
             "for one argument write jvp(f, (x,), (v,))"
         )
     leaves, rebuild = flatten(tuple(primals))
+    _refuse_complex_leaves(leaves, "jvp")
     tangent_leaves, _ = flatten(tuple(tangents))
     if len(tangent_leaves) != len(leaves):
         raise ValueError(
@@ -264,6 +283,7 @@ def _jacobians(
 ) -> tuple[Any, list[Any]]:  # fmt: skip
     """``(out, [J_i])``: the value of ``f`` at ``leaves`` and, per leaf, ``(n_i,) + out.shape``
     (direction-major: row ``j`` is the derivative along the leaf's element ``j``)."""
+    _refuse_complex_leaves(leaves, caller)
     differentiable = [_is_differentiable(leaf) for leaf in leaves]
     shapes = [np.shape(leaf._raw if isinstance(leaf, WrappedValue) else leaf) for leaf in leaves]
     sizes = [int(np.prod(s, dtype=np.int64)) if d else 0 for s, d in zip(shapes, differentiable)]

@@ -444,6 +444,21 @@ def test_a_jacobian_of_complex_values_is_refused_as_jaxs_is(jacobian):
     np.testing.assert_allclose(rows, np.diag(2 * np.conj(ROW)))
 
 
+def test_forward_mode_refuses_complex_values_and_the_hessian_goes_reverse():
+    x = np.array([0.3, -1.2])
+    with pytest.raises(mutagrad.MissingForwardRuleError, match="complex value"):
+        mutagrad.jvp(np.abs, (ROW,), (np.ones(3),))  # (a complex argument: not a zero tangent)
+    with pytest.raises(mutagrad.MissingForwardRuleError, match="complex tangents"):
+        mutagrad.jvp(lambda x: np.abs(np.exp(1j * x)), (x,), (np.ones(2),))
+    # hessian and hvp fall back to reverse over reverse, which differentiates complex values
+    def f(x):
+        return np.sum(np.abs(np.exp(1j * x) * x) ** 2 + np.real(np.exp(2j * x)))
+
+    expected = np.diag(2 - 4 * np.cos(2 * x))
+    np.testing.assert_allclose(mutagrad.hessian(f, x), expected, atol=1e-12)
+    np.testing.assert_allclose(mutagrad.hvp(f, (x,), (np.ones(2),)), expected.sum(1), atol=1e-12)
+
+
 def test_holomorphic_derivatives():
     z = 1 + 2j
     assert mutagrad.grad(lambda z: z * z + np.sin(z), holomorphic=True)(z) == pytest.approx(

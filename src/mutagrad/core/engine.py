@@ -66,7 +66,12 @@ from mutagrad.diagnostics.messages import (
 from mutagrad.diagnostics.sites import (
     Site,
 )
-from mutagrad.errors import MutagradError, NotDifferentiableError, SnapshotUnavailableError
+from mutagrad.errors import (
+    MissingForwardRuleError,
+    MutagradError,
+    NotDifferentiableError,
+    SnapshotUnavailableError,
+)
 
 
 class Tape:
@@ -1039,9 +1044,10 @@ def check_complex(
 
 def refuse_complex_tangent(dtype: np.dtype, operation: str, site: Site | None) -> None:
     """Refuse a complex value that carries a tangent: forward mode's jvps are written and
-    tested for real values only (reverse mode differentiates complex values)."""
+    tested for real values only (reverse mode differentiates complex values). A missing
+    forward rule, so that hessian and hvp fall back to reverse over reverse."""
     if dtype.kind == "c":
-        raise NotDifferentiableError(complex_tangent_message(operation, site))
+        raise MissingForwardRuleError(complex_tangent_message(operation, site))
 
 
 # A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's
