@@ -1056,6 +1056,11 @@ def object_array_argument():
 
 
 @trigger
+def complex_argument_in_forward_mode():
+    mutagrad.jvp(lambda z: np.sum(np.abs(z)), (X * 1j,), (X,))
+
+
+@trigger
 def complex_output_of_a_gradient():
     mutagrad.gradient(lambda z: np.sum(z * z), np.array([1.0 + 2.0j]))
 
