@@ -72,5 +72,8 @@ def test_forward_mode_accepts_the_corpus_with_the_reference_gradients():
             else:
                 accepted.append(program.name)
     assert not wrong, f"forward mode gave wrong gradients for {wrong}"
-    assert set(refused) == set(REFUSED), refused
-    assert len(accepted) >= 110
+    # (an installed wheel has no examples/: its corpus lacks the programs made from them)
+    present = {program.name for program in CORPUS}
+    assert set(refused) == set(REFUSED) & present, refused
+    candidates = sum(1 for program in CORPUS if _floats(program.args))
+    assert len(accepted) == candidates - len(refused) >= 0.9 * candidates

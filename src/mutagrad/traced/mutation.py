@@ -699,7 +699,8 @@ def _checked_value(
     """Check the write (:func:`prepare_write`) and resolve the value: ``(value, its raw data,
     its node, w's base)``. A list of traced values is stacked first."""
     if type(value) in (list, tuple) and holds_wrapped(value):
-        if operation != "x.real = ...":  # (numpy makes an array of that list first)
+        # (numpy makes an array of x.real = [...]'s list first, where it buffers it)
+        if operation != "x.real = ..." or not REAL_SETTER_BUFFERS:
             _refuse_sequence_of_views(w, value, operation)
         value = stack_sequence(value)  # y[:2] = [x[0], x[1]] keeps both gradients
     wrapped_value = isinstance(value, WrappedValue)
@@ -849,9 +850,22 @@ def _sequence_leaves(value: Any) -> Any:
             yield v
 
 
-# The writes numpy performs from a list element by element (x.real = [...] converts the
-# list to an array first: buffered, so it is stacked as any list).
-_STORES_SEQUENCES = frozenset({"__setitem__", "x.setfield()"})
+def _real_setter_buffers() -> bool:
+    """Whether the installed numpy's ``x.real = [...]`` converts the list to an array before
+    it stores it (numpy 2.2 to 2.4), or stores it element by element as ``x[...] = [...]``
+    does (numpy 2.5): asked of numpy, as tests/numpy_compat.py asks it."""
+    probe = np.arange(4.0).reshape(2, 2)
+    probe.real = [probe[1], probe[0]]
+    return bool(probe[1, 0] == 0.0)
+
+
+REAL_SETTER_BUFFERS = _real_setter_buffers()
+
+# The writes numpy performs from a list element by element (x.real = [...] too where numpy
+# does not convert the list to an array first).
+_STORES_SEQUENCES = frozenset(
+    {"__setitem__", "x.setfield()"} | (set() if REAL_SETTER_BUFFERS else {"x.real = ..."})
+)
 
 
 def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any, operation: str) -> bool:
@@ -867,8 +881,10 @@ def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any, operatio
         rebuilt = _with_leaves(value, iter(numbered))
         if operation == "__setitem__":
             target[key] = rebuilt
-        else:
+        elif operation == "x.setfield()":
             target.setfield(rebuilt, target.dtype)
+        else:  # x.real = [...] of a real array, on a numpy that stores it element by element
+            target.real = rebuilt
 
     store(np.empty(w.shape, w.dtype), [unwrap(v) for v in leaves])  # numpy's own errors first
     return copy_several_as_numpy_does(w, leaves, store, operation)
