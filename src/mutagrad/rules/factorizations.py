@@ -83,18 +83,17 @@ def singular_values_vjp(g, ans, a, decompose=_reduced_svd):
     # real). (decompose: scipy.linalg.svd's rules decompose with SciPy's routine, so that
     # the vectors' signs are those of the output.)
     u, _, vh = decompose(a)
-    if np.result_type(u).kind == "c":
-        u, vh = np.conjugate(u), np.conjugate(vh)
-    return np.matmul(u * np.expand_dims(g, -2), vh)
+    return np.matmul(conjugate_if_complex(u) * np.expand_dims(g, -2), conjugate_if_complex(vh))
 
 
-def _conjugator(x):
-    """``np.conjugate`` for complex ``x``, the identity for real (no copy)."""
-    return np.conjugate if np.result_type(x).kind == "c" else (lambda y: y)
+def conjugate_if_complex(x):
+    """``np.conjugate(x)`` for complex ``x``; a real ``x`` itself (no copy)."""
+    return np.conjugate(x) if np.result_type(x).kind == "c" else x
 
 
-def _adjoint(m):
-    return np.conjugate(_mT(m)) if np.result_type(m).kind == "c" else _mT(m)
+def adjoint(m):
+    """The conjugate transpose of (a stack of) matrices: the transpose of real ones."""
+    return conjugate_if_complex(_mT(m))
 
 
 def left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
@@ -109,15 +108,15 @@ def left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
         _refuse_arbitrary_basis(g[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
         g = g[..., :, :k]
     u, s, vh = decompose(a)
-    conj = _conjugator(u)
+    conj_u, conj_vh = conjugate_if_complex(u), conjugate_if_complex(vh)
     ug = np.matmul(_mT(u), g)
     refuse_phase_dependence(ug, "np.linalg.svd")
     inner = inverse_gaps(s * s) * ug
-    inner = (inner + _adjoint(inner)) * np.expand_dims(s, -2)
+    inner = (inner + adjoint(inner)) * np.expand_dims(s, -2)
     if m > k:
-        outside = (g - np.matmul(conj(u), ug)) / np.expand_dims(s, -2)
-        return np.matmul(np.matmul(conj(u), inner) + outside, conj(vh))
-    return np.matmul(conj(u), np.matmul(inner, conj(vh)))
+        outside = (g - np.matmul(conj_u, ug)) / np.expand_dims(s, -2)
+        return np.matmul(np.matmul(conj_u, inner) + outside, conj_vh)
+    return np.matmul(conj_u, np.matmul(inner, conj_vh))
 
 
 def right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
@@ -129,15 +128,15 @@ def right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
         _refuse_arbitrary_basis(g[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
         g = g[..., :k, :]
     u, s, vh = decompose(a)
-    conj = _conjugator(vh)
-    vg = conj(np.matmul(vh, _mT(g)))
+    conj_vh = conjugate_if_complex(vh)
+    vg = conjugate_if_complex(np.matmul(vh, _mT(g)))
     refuse_phase_dependence(vg, "np.linalg.svd")
     inner = inverse_gaps(s * s) * vg
-    inner = np.expand_dims(s, -1) * (inner + _adjoint(inner))
-    result = np.matmul(inner, conj(vh))
+    inner = np.expand_dims(s, -1) * (inner + adjoint(inner))
+    result = np.matmul(inner, conj_vh)
     if n > k:
-        result = result + (g - np.matmul(np.matmul(g, _mT(vh)), conj(vh))) / np.expand_dims(s, -1)
-    return np.matmul(conj(u), result)
+        result = result + (g - np.matmul(np.matmul(g, _mT(vh)), conj_vh)) / np.expand_dims(s, -1)
+    return np.matmul(conjugate_if_complex(u), result)
 
 
 SINGULAR_VALUES = VjpRule(
@@ -206,11 +205,16 @@ def refuse_complex(a, function):
 # -- eig, eigvals ------------------------------------------------------------------------
 
 
+def _real_spectrum_as_complex(a, values):
+    """Whether numpy (>= 2.5, which returns complex numbers for every matrix) gave the real
+    eigenvalues of a real ``a`` as complex ones (the eigenvectors are then real too)."""
+    return values.dtype.kind == "c" and np.result_type(a).kind != "c" and not np.any(values.imag)
+
+
 def _eigensystem(a):
-    """``np.linalg.eig(a)``, real when ``a`` and its eigenvalues are (numpy >= 2.5 returns
-    complex numbers for every matrix)."""
+    """``np.linalg.eig(a)``, real when ``a`` and its eigenvalues are."""
     values, vectors = np.linalg.eig(a)
-    if values.dtype.kind == "c" and np.result_type(a).kind != "c" and not np.any(values.imag):
+    if _real_spectrum_as_complex(a, values):
         return np.real(values), np.real(vectors)
     return values, vectors
 
@@ -303,10 +307,9 @@ REAL_EIGENVECTORS = VjpRule(
 @implements(np.linalg.eig)
 def eig(a):
     values, vectors = np.linalg.eig(unwrap(a))
-    # numpy >= 2.5 gives a real matrix's real eigenvectors as complex numbers: real ones,
-    # defined up to their sign only, whatever the loss reads of them.
-    real_vectors = (vectors.dtype.kind == "c" and np.result_type(unwrap(a)).kind != "c"
-                    and not np.any(values.imag))  # fmt: skip
+    # Real eigenvectors given as complex numbers are defined up to their sign only,
+    # whatever the loss reads of them.
+    real_vectors = _real_spectrum_as_complex(unwrap(a), values)
     vectors_rule = REAL_EIGENVECTORS if real_vectors else EIGENVECTORS
     return EIG_RESULT(
         apply(EIGENVALUES, (a,), None, values), apply(vectors_rule, (a,), None, vectors)

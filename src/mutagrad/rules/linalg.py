@@ -27,7 +27,12 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from mutagrad.core.jvps import Derivation, hand, lift, multilinear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
-from mutagrad.rules.factorizations import refuse_complex, refuse_phase_dependence
+from mutagrad.rules.factorizations import (
+    adjoint,
+    conjugate_if_complex,
+    refuse_complex,
+    refuse_phase_dependence,
+)
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.mutation import assign_out
 from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
@@ -737,9 +742,7 @@ def symmetric_part(m):
 
 def hermitian_part(m):
     """``(m + m^H) / 2``: the symmetric part of a real ``m``."""
-    if np.result_type(m).kind != "c":
-        return symmetric_part(m)
-    return (m + np.conjugate(_mT(m))) / 2
+    return (m + adjoint(m)) / 2
 
 
 def cholesky_vjp(g, ans, a, upper=False):
@@ -791,8 +794,7 @@ def _eigenvalues_vjp(g, ans, a, UPLO="L"):
     # d lambda_i = Re(v_i^H da v_i): conj(V) diag(g) V^T, Hermitian (V diag(g) V^T, symmetric,
     # for a real matrix), of which numpy's triangle gets its part.
     _, vectors = np.linalg.eigh(a, UPLO)
-    left = np.conjugate(vectors) if np.result_type(vectors).kind == "c" else vectors
-    symmetric = np.matmul(left * np.expand_dims(g, -2), _mT(vectors))
+    symmetric = np.matmul(conjugate_if_complex(vectors) * np.expand_dims(g, -2), _mT(vectors))
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 
@@ -810,8 +812,9 @@ def _eigenvectors_vjp(g, ans, a, UPLO="L"):
     n = np.shape(values)[-1]
     off_diagonal = 1 - np.eye(n)
     f = off_diagonal / (gaps + np.eye(n))
-    left = np.conjugate(vectors) if np.result_type(vectors).kind == "c" else vectors
-    symmetric = hermitian_part(np.matmul(left, np.matmul(f * p, _mT(vectors))))
+    symmetric = hermitian_part(
+        np.matmul(conjugate_if_complex(vectors), np.matmul(f * p, _mT(vectors)))
+    )
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
 

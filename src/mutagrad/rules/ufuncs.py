@@ -341,31 +341,30 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return wrap_constant(np.nan_to_num(unwrap(x), copy=True, nan=nan, posinf=posinf,
                                            neginf=neginf))  # fmt: skip
     if dtype.kind == "c":
-        # numpy replaces in each part on its own; the parts are joined bit for bit.
-        parts = [nan_to_num(part(x), nan=nan, posinf=posinf, neginf=neginf)
-                 for part in (np.real, np.imag)]  # fmt: skip
-        raw = np.empty(np.shape(unwrap(x)), dtype)
-        raw.real, raw.imag = unwrap(parts[0]), unwrap(parts[1])
-        result = apply(COMPLEX_FROM_PARTS, tuple(parts), None, raw[()] if raw.ndim == 0 else raw)
-        if not copy:
-            from mutagrad.traced.mutation import assign
-
-            assign(x, Ellipsis, result, "np.nan_to_num(..., copy=False)")
-            return x
-        return result
-    info = np.finfo(dtype)
-    high = info.max if posinf is None else posinf
-    low = info.min if neginf is None else neginf
-    result = np.where(np.isnan(x), nan, x)
-    result = np.where(np.isposinf(x), high, result)
-    result = np.where(np.isneginf(x), low, result)
-    result = result if np.result_type(result) == dtype else result.astype(dtype)
+        result = _complex_nan_to_num(x, dtype, nan, posinf, neginf)
+    else:
+        info = np.finfo(dtype)
+        high = info.max if posinf is None else posinf
+        low = info.min if neginf is None else neginf
+        result = np.where(np.isnan(x), nan, x)
+        result = np.where(np.isposinf(x), high, result)
+        result = np.where(np.isneginf(x), low, result)
+        result = result if np.result_type(result) == dtype else result.astype(dtype)
     if not copy:  # numpy replaces in place: a recorded write
         from mutagrad.traced.mutation import assign
 
         assign(x, Ellipsis, result, "np.nan_to_num(..., copy=False)")
         return x
     return result
+
+
+def _complex_nan_to_num(x, dtype, nan, posinf, neginf):
+    """numpy replaces in each part on its own; the parts are joined bit for bit."""
+    parts = [nan_to_num(part(x), nan=nan, posinf=posinf, neginf=neginf)
+             for part in (np.real, np.imag)]  # fmt: skip
+    raw = np.empty(np.shape(unwrap(x)), dtype)
+    raw.real, raw.imag = unwrap(parts[0]), unwrap(parts[1])
+    return apply(COMPLEX_FROM_PARTS, tuple(parts), None, raw[()] if raw.ndim == 0 else raw)
 
 
 @implements(np.select)
