@@ -15,7 +15,7 @@ PYTEST_ARGS := -n $(PYTEST_WORKERS)
 PYENV_VERSIONS := $(or $(PYENV_ROOT),$(HOME)/.pyenv)/versions
 OLDEST_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.11.*/bin/python)))
 NEWEST_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/python)))
-OLDEST_PINS := "numpy==2.2.*" "attrs==23.1.*"
+OLDEST_PINS := "numpy==2.2.*" "attrs==23.1.*" "xxhash==3.4.*"
 VENVS := .venvs
 
 .PHONY: test test-oldest test-newest report lint bench clean
@@ -39,7 +39,7 @@ lint: $(VENV)/.installed-test
 test: lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest $(PYTEST_ARGS)
 
-# Python 3.11, numpy 2.2, attrs 23.1: the checkout installed editable, so the suite tests it.
+# Python 3.11, numpy 2.2, attrs 23.1, xxhash 3.4: the checkout installed editable, so the suite tests it.
 $(VENVS)/oldest/.installed: pyproject.toml
 	@test -x "$(OLDEST_PYTHON)" || { echo "no Python 3.11 found: set OLDEST_PYTHON"; exit 1; }
 	rm -rf $(VENVS)/oldest

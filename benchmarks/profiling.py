@@ -90,10 +90,10 @@ class _PhaseClock:
 
         run, backward = api.GradientCall.run, api.backward
 
-        def timed_run(call: Any, f: Any) -> Any:
+        def timed_run(call: Any, f: Any, kwargs: Any = None) -> Any:
             start = time.perf_counter()
             try:
-                return run(call, f)
+                return run(call, f, kwargs)
             finally:
                 self.forward += time.perf_counter() - start
 
@@ -345,7 +345,7 @@ def _short_path(path: str) -> str:
 
 @contextlib.contextmanager
 def _no_user_site() -> Iterator[None]:
-    from mutagrad.core import sites
+    from mutagrad.diagnostics import sites
 
     # Every name a module binds the site lookups to: user_site(depth) and
     # user_site_from(frame), which the operator, indexing and write paths call.

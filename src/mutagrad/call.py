@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from xxhash import xxh3_128_intdigest as _xxh3_128
 
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
@@ -297,7 +298,7 @@ class GradientCall:
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
         # Every array argument, its fingerprint on entry (checked when f returns)
         # and its input.
-        self.watched: list[tuple[np.ndarray, Any, WrappedValue]] = []
+        self.watched: list[tuple[np.ndarray, int, WrappedValue]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -637,51 +638,28 @@ class GradientCall:
             self.tape.release()
 
 
-# Array arguments up to this size are fingerprinted exactly (their bytes), larger
-# float64 ones by a checksum (see fingerprint).
-EXACT_LIMIT = 1 << 18
-
-
 def _borrowable(x: np.ndarray) -> bool:
     """An array whose memory can be shared for the call (and made read-only meanwhile)."""
     return x.flags.writeable and can_freeze(x)
 
 
-def fingerprint(a: np.ndarray) -> Any:
-    """What :meth:`GradientCall.check_arguments_unchanged` compares: a's contents, or a checksum.
+def fingerprint(a: np.ndarray) -> int:
+    """What :meth:`GradientCall.check_arguments_unchanged` compares: a hash of a's bytes.
 
-    Small arrays, and arrays of any dtype but float64, are compared exactly
-    (their bytes). A large float64 array gets a cheap position-sensitive
-    checksum instead: the wrapping sum of the elements' bit patterns (any
-    change of one element changes it) and a dot product with fixed
-    pseudo-random weights ``row_weight[i] * column_weight[j]`` over the
-    elements laid out as rows of 1024 (a permutation, which keeps the sum,
-    changes it). Two vectorised passes, no copy.
+    One pass over the memory with xxHash's XXH3 (128 bits): at 8 MB it costs
+    about what reading the array once costs, where the checksum it replaced
+    (a wrapping sum and a weighted sum, two vectorised passes) cost ~90 times
+    more on this project's machine. A change is missed only if the 128-bit
+    hashes of the old and new bytes collide, a 2**-128 chance for a program
+    that does not search for one.
     """
-    if a.nbytes <= EXACT_LIMIT or a.dtype != np.float64:
-        return a.tobytes()
-    flat = a.ravel(order="K")
-    bits = int(flat.view(np.uint64).sum(dtype=np.uint64))
-    rows = flat.size // _ROW
-    body = flat[: rows * _ROW].reshape(rows, _ROW) @ _weights(_ROW, 1)
-    weighted = body @ _weights(rows, 2) + flat[rows * _ROW :] @ _weights(flat.size % _ROW, 3)
-    return bits, np.float64(weighted).tobytes()
+    # (ravel keeps a C- or F-contiguous array's memory as a view, and copies any
+    # other layout into one contiguous buffer, which is what the hash reads; an ndarray
+    # is a buffer, which numpy's stubs say only from Python 3.12)
+    return _xxh3_128(a if a.flags.c_contiguous else a.ravel(order="K"))  # type: ignore[arg-type]
 
 
-_ROW = 1024
-
-
-_WEIGHTS: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _weights(n: int, stream: int) -> np.ndarray:
-    w = _WEIGHTS.get((n, stream))
-    if w is None:
-        w = _WEIGHTS[n, stream] = np.random.default_rng(stream).uniform(0.5, 1.5, n)
-    return w
-
-
-def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedValue]]) -> None:
+def _mark_shared_inputs(watched: list[tuple[np.ndarray, int, WrappedValue]]) -> None:
     """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
 
     Each input is differentiated as an array of its own; in numpy a write
