@@ -298,7 +298,7 @@ class GradientCall:
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
         # Every array argument, its fingerprint on entry (checked when f returns)
         # and its input.
-        self.watched: list[tuple[np.ndarray, int, WrappedValue]] = []
+        self.watched: list[tuple[np.ndarray, bytes | int, WrappedValue]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -643,23 +643,30 @@ def _borrowable(x: np.ndarray) -> bool:
     return x.flags.writeable and can_freeze(x)
 
 
-def fingerprint(a: np.ndarray) -> int:
-    """What :meth:`GradientCall.check_arguments_unchanged` compares: a hash of a's bytes.
+def fingerprint(a: np.ndarray) -> bytes | int:
+    """What :meth:`GradientCall.check_arguments_unchanged` compares: a's bytes, or their hash.
 
-    One pass over the memory with xxHash's XXH3 (128 bits): at 8 MB it costs
-    about what reading the array once costs, where the checksum it replaced
-    (a wrapping sum and a weighted sum, two vectorised passes) cost ~90 times
-    more on this project's machine. A change is missed only if the 128-bit
-    hashes of the old and new bytes collide, a 2**-128 chance for a program
-    that does not search for one.
+    A small array is compared exactly: copying its bytes costs less than
+    hashing them. A larger one by one pass over its memory with xxHash's XXH3
+    (128 bits): at 8 MB it costs about what reading the array once costs, where
+    the checksum it replaced (a wrapping sum and a weighted sum, two vectorised
+    passes) cost ~90 times more on this project's machine. A change is missed
+    only if the 128-bit hashes of the old and new bytes collide, a 2**-128
+    chance for a program that does not search for one.
     """
+    if a.nbytes <= EXACT_LIMIT:
+        return a.tobytes()
     # (ravel keeps a C- or F-contiguous array's memory as a view, and copies any
     # other layout into one contiguous buffer, which is what the hash reads; an ndarray
     # is a buffer, which numpy's stubs say only from Python 3.12)
     return _xxh3_128(a if a.flags.c_contiguous else a.ravel(order="K"))  # type: ignore[arg-type]
 
 
-def _mark_shared_inputs(watched: list[tuple[np.ndarray, int, WrappedValue]]) -> None:
+# Up to this many bytes an argument's fingerprint is its bytes (see fingerprint).
+EXACT_LIMIT = 4096
+
+
+def _mark_shared_inputs(watched: list[tuple[np.ndarray, bytes | int, WrappedValue]]) -> None:
     """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
 
     Each input is differentiated as an array of its own; in numpy a write

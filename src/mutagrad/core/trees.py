@@ -51,8 +51,13 @@ FLAT_TUPLE = Rebuild(_flat_tuple)
 
 
 def flatten(tree: Any) -> tuple[list[Any], Rebuild]:
-    if type(tree) is tuple and all(_is_leaf(x) for x in tree):
-        return list(tree), FLAT_TUPLE  # the common case: a flat tuple of arrays and numbers
+    if type(tree) is tuple:
+        kinds = (*_LEAF_TYPES, TRACED.kind)
+        for x in tree:
+            if not isinstance(x, kinds):
+                break
+        else:  # the common case: a flat tuple of arrays and numbers (a loop, not all():
+            return list(tree), FLAT_TUPLE  # every gradient call comes here)
     leaves: list[Any] = []
     return leaves, Rebuild(_flatten_into(tree, leaves))
 
