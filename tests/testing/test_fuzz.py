@@ -249,6 +249,19 @@ def test_programs_numpy_rejects_or_that_are_not_smooth_are_discarded():
     assert at_a_jump.discarded.startswith("not smooth at the input")
 
 
+def test_a_forward_pass_that_overflows_is_discarded_not_judged():
+    # Found by the 30,000-program run of seed 8675309: exp(0.3 * t**2) overflows to inf,
+    # tanh(inf) = 1 keeps the value and the finite differences finite, and the chain
+    # rule's tanh'(inf) * inf is nan in mutagrad as in every reverse-mode system.
+    source = "def f(x):\n    return np.sum(np.tanh(np.exp(0.3 * np.cumprod(x) ** 2)))"
+    overflowing = judge(program(source, [30.0, 2.0]))
+    assert overflowing.discarded == "the forward pass overflows (an intermediate is inf)"
+    assert overflowing.results == ()
+    judged = judge(program(source, [0.3, 1.5]))
+    assert judged.discarded is None
+    assert outcomes(judged) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
+
+
 def test_a_kink_closer_than_both_steps_is_discarded_not_wrong():
     # Found by the 100,000-program run of seed 6000: log1p(x * x) is 6e-5 below
     # clip's bound at x = 1.310774 in float32, inside both steps (1e-3, 1e-2), whose
