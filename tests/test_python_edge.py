@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import operator
 import pickle
 import threading
 import warnings
@@ -629,3 +630,19 @@ def cast_then_store(x):
 def test_an_explicit_cast_before_the_store_is_a_constant(mode):
     g = same_as_numpy(cast_then_store, X, mode=mode)[0]
     np.testing.assert_allclose(g, [0.0, 6.0, 2.0, 5.0])  # the truncated buffer itself
+
+
+@pytest.mark.parametrize("op", [operator.mul, operator.add, operator.sub, operator.truediv])
+def test_a_python_complex_with_a_traced_float_scalar(op):
+    # Python's complex operators take an np.float64 (a float) and answer a Python complex:
+    # the traced result is that value, with its derivative.
+    def f(x):
+        return np.abs(op(1j + 0.5, np.sum(x))) ** 2
+
+    x = np.array([0.3, 0.4])
+    value, (g,) = mutagrad.withgradient(f, x)
+    assert value == f(x.copy())
+    h = 1e-6
+    step = np.array([h, 0.0])
+    numerical = (f(x + step) - f(x - step)) / (2 * h)
+    np.testing.assert_allclose(g, [numerical, numerical], rtol=1e-6)

@@ -106,6 +106,10 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     else:
         rb, nb = operand(b, tape)
     result = pyop(ra, rb)
+    if type(result) is complex:
+        # 1j * np.float64(x): Python's complex.__mul__ answers first, with a Python
+        # complex (np.float64 is a float, not a complex); the node needs a dtype.
+        result = np.complex128(result)
     if na is None and nb is None and not (
         trace is not None and trace.forward and tangents_among((a, b), trace.forward)
     ):
