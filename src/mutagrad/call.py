@@ -27,6 +27,7 @@ import threading
 import types
 from collections import namedtuple
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -489,7 +490,7 @@ class GradientCall:
             forget_conversion_errors()
             STATE.reset(token)
             RUNNING.remove(trace)  # (threads: not always the last one)
-            errors = self.errors
+            errors = self.tape if self.tape is not None else trace  # (self.errors, inlined)
             if errors.other_thread_error is not None:
                 raise_other_thread_error(errors)
         if self.watched:
@@ -550,8 +551,13 @@ class GradientCall:
                     "f receives instead of through the outside view."
                 )
 
-    def stop_nodes(self) -> set[Node]:
-        """The nodes a sweep stops at: the call's inputs and parameters."""
+    def stop_nodes(self) -> AbstractSet[Node]:
+        """The nodes a sweep stops at besides leaves: the call's inputs and parameters.
+
+        Outside every other call they are all leaves, at which every sweep stops.
+        """
+        if self.parent is None:
+            return _ONLY_LEAVES
         stop = {n for n in self.inputs if n is not None}
         stop.update(self.param_nodes)
         return stop
@@ -636,6 +642,9 @@ class GradientCall:
             self._unbind_parameters()
         if self.owns_tape:
             self.tape.release()
+
+
+_ONLY_LEAVES: frozenset[Node] = frozenset()
 
 
 def _borrowable(x: np.ndarray) -> bool:
@@ -834,7 +843,7 @@ def call_with_gradient(
     the arguments; otherwise the call raises rather than return a number
     that is no derivative.
     """
-    params = implicit_parameters(f, args, caller)
+    params = implicit_parameters(f, args, caller) if len(args) == 1 else None
     call = GradientCall(args if params is None else (), mode, params=params)
     try:
         out = call.run(f, kwargs)

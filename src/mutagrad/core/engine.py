@@ -37,6 +37,7 @@ import functools
 import gc
 import weakref
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
 from itertools import islice
 from threading import get_ident
@@ -657,7 +658,8 @@ class VjpRule(Rule):
                 ans = ans.read()
             # ``f(**{})`` costs more than ``f()``: most nodes have no keywords.
             c = vjps[0](g, ans, x, **kwargs) if kwargs else vjps[0](g, ans, x)
-            bk.accumulate(inp, c, owned if c is g else _fresh(c))
+            # (_fresh(c), spelled out here and below: a call fewer per node)
+            bk.accumulate(inp, c, owned if c is g else type(c) is np.ndarray and c.base is None)
             return
         inp0, inp1 = inputs
         x, y, ans = node.saved
@@ -678,9 +680,11 @@ class VjpRule(Rule):
         alone = not (live0 and live1) or c0 is not c1
         # (live0 and live1 say that inp0 and inp1 are nodes, which mypy cannot follow)
         if live0:
-            bk.accumulate(inp0, c0, alone and (owned if c0 is g else _fresh(c0)))  # type: ignore[arg-type]
+            bk.accumulate(inp0, c0, alone and (owned if c0 is g else  # type: ignore[arg-type]
+                                               type(c0) is np.ndarray and c0.base is None))
         if live1:
-            bk.accumulate(inp1, c1, alone and (owned if c1 is g else _fresh(c1)))  # type: ignore[arg-type]
+            bk.accumulate(inp1, c1, alone and (owned if c1 is g else  # type: ignore[arg-type]
+                                               type(c1) is np.ndarray and c1.base is None))
 
     def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
@@ -966,7 +970,7 @@ def backward(
     seeds: list[tuple[Node, Any]],
     start: int,
     bit: int,
-    stop: set[Node],
+    stop: AbstractSet[Node],
     recording: bool = False,
     everything: bool = False,
 ) -> BackwardPass:
