@@ -51,6 +51,15 @@ def _second_order_of_roll(z):
     return mutagrad.grad(lambda v: np.real(np.sum(np.roll(v, 1) * z)))(z)
 
 
+def _joint_svd_product(a, full_matrices):
+    """``U S Vh`` and ``U Vh`` of the first min(m, n) singular triples, stacked: complex
+    values that do not change with the phase of each triple."""
+    k = min(a.shape[-2:])
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    u, vh = u[..., :, :k], vh[..., :k, :]
+    return np.stack([np.matmul(u * np.expand_dims(s, -2), vh), np.matmul(u, vh) * s[..., :1, None]])
+
+
 def _as_numpy_25(a):
     """np.linalg.eig's eigenvectors as numpy >= 2.5 returns them for any matrix: complex."""
     vectors = np.linalg.eig(mutagrad.ignore_derivatives(a))[1].astype(complex)
@@ -210,6 +219,10 @@ CASES = [
     # real values of complex matrices: singular values, eigenvalues of Hermitian ones
     ("linalg.svd", lambda a: np.linalg.svd(a, compute_uv=False), (M,)),
     ("linalg.svd", np.linalg.svdvals, (np.stack([M, N]),)),
+    # the factors of an SVD, one node: what their joint phase leaves alone, u_k vh_k
+    ("linalg.svd", lambda a: _joint_svd_product(a, False), (M,)),
+    ("linalg.svd", lambda a: _joint_svd_product(a, True), (complex_array((4, 2), seed=11),)),
+    ("linalg.svd", lambda a: _joint_svd_product(a, True), (complex_array((2, 2, 4), seed=12),)),
     ("linalg.eigh", np.linalg.eigvalsh, (M,)),  # (numpy reads the lower triangle)
     ("linalg.eigh", lambda a: np.linalg.eigvalsh(a, UPLO="U"), (np.stack([M, N]),)),
     ("linalg.eig (real eigenvectors as complex numbers)", lambda a: _as_numpy_25(a), (SYM,)),
@@ -359,6 +372,51 @@ def test_complex_singular_vectors_through_quantities_their_phase_leaves_alone(a)
 def test_a_loss_that_depends_on_a_singular_vectors_phase_is_refused(factor):
     with pytest.raises(mutagrad.NotDifferentiableError, match=r"changes with their phase"):
         mutagrad.grad(lambda a: np.sum(np.real(np.linalg.svd(a)[factor])))(M)
+
+
+def test_a_loss_that_depends_on_the_joint_phase_of_u_and_vh_wrongly_is_refused():
+    # u_k vh_k is unchanged by the phase, u_k conj(vh_k) turns by exp(2 i t): refused
+    def f(a):
+        u, _, vh = np.linalg.svd(a)
+        return np.sum(np.real(u[0, :] * np.conj(vh[:, 0])))
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"u_k exp\(i t\) with vh_k"):
+        mutagrad.grad(f)(M)
+
+
+def _second_order(f, a, seed=13):
+    """Checks the gradient of ``Re(sum(grad(f)(a) * d))`` for a complex ``d`` (reverse over
+    reverse) against central differences of that gradient."""
+    d = complex_array(a.shape, seed=seed)
+    check_gradient(lambda a: np.real(np.sum(mutagrad.grad(f)(a) * d)), a)
+
+
+@pytest.mark.parametrize(
+    "a", [M, complex_array((5, 3), seed=9), complex_array((3, 5), seed=14),
+          complex_array((2, 3, 4), seed=10)],
+)  # fmt: skip
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_complex_singular_vectors_through_their_joint_phase_to_second_order(a, full_matrices):
+    k = min(a.shape[-2:])
+    weights = complex_array(a.shape, seed=15)
+
+    def f(a):
+        # Re(u_0k vh_k,-1) and u @ vh: each u_k with its vh_k, as np.abs(u) on its own
+        u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        pairs = np.sum(np.real(u[..., 0, :] * vh[..., :, -1] * (1 + 2j)))
+        product = np.abs(np.matmul(u * np.expand_dims(s, -2), vh) * weights) ** 1.5
+        return pairs + np.sum(product) + np.sum(np.abs(u) * np.expand_dims(s, -2))
+
+    check_gradient(f, a)
+    _second_order(f, a)
+
+
+@pytest.mark.parametrize("a", [complex_array((5, 3), seed=9), np.stack([M, N])])
+def test_complex_singular_values_and_nuclear_norm_to_second_order(a):
+    # (the singular values' pullback decomposes a again: U and Vh meet in it)
+    _second_order(lambda a: np.sum(np.linalg.svd(a, compute_uv=False) ** 3), a)
+    _second_order(lambda a: np.sum(np.linalg.norm(a, ord="nuc", axis=(-2, -1))), a)
 
 
 def test_roots_and_poly_through_complex_eigenvalues():

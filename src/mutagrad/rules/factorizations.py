@@ -5,13 +5,15 @@
 ``qr`` (modes ``'reduced'``, ``'complete'`` and ``'r'``, tall and wide
 matrices); ``pinv``, ``lstsq`` and ``cond``.
 
-Forward values are numpy's own, bit for bit. Each factor of a factorization
-is a separate output with its own rule, reading the input matrix and
-factorizing it again in the pullback: a factorization's pullback is linear in
-the cotangents of its factors, so summing the factors' separate pullbacks
-gives the whole one, and a factor the loss never reads costs nothing. Every
-vjp is written with numpy functions that have rules (these factorizations
-included), so it differentiates again.
+Forward values are numpy's own, bit for bit. The factors of ``eig`` and
+``qr`` are separate outputs with their own rules, each reading the input
+matrix (or its own output) in the pullback: a factorization's pullback is
+linear in the cotangents of its factors, so summing the factors' separate
+pullbacks gives the whole one, and a factor the loss never reads costs
+nothing. The factors of ``svd`` are one node, whose pullback sees the
+cotangents of ``U`` and ``Vh`` together (see the svd section). Every vjp is
+written with numpy functions that have rules (these factorizations included),
+so it differentiates again.
 
 Where the derivative does not exist, mutagrad raises instead of returning a
 number: a loss that depends on the phase numpy picks for a complex eigenvector or
@@ -71,18 +73,140 @@ def _refuse_arbitrary_basis(cotangent_of_extra, function):
         )
 
 
+def refuse_phase_dependence(p, function, q=None):
+    """Refuse a loss that changes with the complex phase numpy picked for each vector.
+
+    ``p`` is ``V^T g``: its diagonal ``p[k, k]`` is the loss's derivative along
+    ``v_k -> v_k * exp(i t)`` times ``-i``. A loss of ``np.abs(v)``, ``v * conj(v)`` or of
+    the eigenvalues has it real, and only such a loss has a derivative (the phase is
+    numpy's choice, not a function of the matrix's entries one could differentiate).
+    An SVD's phase turns ``u_k`` and ``vh_k`` together (``q`` is ``conj(Vh g_Vh^T)``, the
+    same for the right vectors): the derivative along it is the sum of both diagonals.
+    Measured against the largest element of ``p`` and ``q``: the diagonal may be all
+    rounding.
+    """
+    p = np.asarray(unwrap(p))
+    if p.dtype.kind != "c":
+        return
+    along_phase = np.diagonal(p, axis1=-2, axis2=-1).imag
+    scale = float(np.max(np.abs(p), initial=0.0))
+    if q is not None:
+        q = np.asarray(unwrap(q))
+        along_phase = along_phase + np.diagonal(q, axis1=-2, axis2=-1).imag
+        scale = max(scale, float(np.max(np.abs(q), initial=0.0)))
+    if np.any(np.abs(along_phase) > 1e-8 * (scale + np.finfo(float).tiny)):
+        raise NotDifferentiableError(
+            f"the gradient reached the complex vectors of {function} through a quantity "
+            "that changes with their phase: each vector is defined only up to a factor "
+            "exp(i t), which numpy picks (for an SVD, u_k exp(i t) with vh_k exp(-i t)), so "
+            "that quantity has no derivative.\n"
+            "Fix: use quantities that do not depend on the phase (np.abs(v), v * np.conj(v), "
+            "np.conj(v_k) @ w, the eigenvalues; of an SVD also u @ vh, u * s @ vh), or fix "
+            "the phase yourself first (v / (v[0] / np.abs(v[0])))."
+        )
+
+
 # -- svd ---------------------------------------------------------------------------------
+# The three factors are one node: a complex SVD is defined up to a phase per singular
+# triple, u_k -> u_k exp(i t) together with vh_k -> vh_k exp(-i t), so a loss can be
+# independent of it only through u_k and vh_k together (np.abs(u @ vh) is; np.abs(u[0, 0])
+# is too, on its own). Only a pullback that sees the cotangents of both factors at once
+# can tell the two cases apart, and a second-order sweep through it, where the loss's
+# cotangent was computed from the output too, stays on one node. The node's value packs
+# U, S and Vh into one array along its last axis; each factor is a node of its own reading
+# that array (numpy's own arrays as values: no factor is a view of another).
 
 
-def _reduced_svd(a):
-    return np.linalg.svd(a, full_matrices=False)
+def _svd_shapes(m, n, full_matrices):
+    """The shapes of one matrix's U and Vh, as np.linalg.svd returns them."""
+    k = min(m, n)
+    return ((m, m), (n, n)) if full_matrices else ((m, k), (k, n))
 
 
-def singular_values_vjp(g, ans, a, decompose=_reduced_svd):
+def pack_svd(u, s, vh):
+    """``U, S, Vh`` flattened into one array along the last axis (complex if U is)."""
+    batch = np.shape(s)[:-1]
+    return np.concatenate([np.reshape(u, (*batch, -1)), s, np.reshape(vh, (*batch, -1))], axis=-1)
+
+
+def _slots(m, n, full_matrices):
+    """Where U, S and Vh lie in the packed array's last axis, and their shapes."""
+    u_shape, vh_shape = _svd_shapes(m, n, full_matrices)
+    u_end = u_shape[0] * u_shape[1]
+    s_end = u_end + min(m, n)
+    vh_end = s_end + vh_shape[0] * vh_shape[1]
+    return (0, u_end, u_shape), (u_end, s_end, None), (s_end, vh_end, vh_shape)
+
+
+def _factor(packed, index, m, n, full_matrices):
+    """Factor ``index`` (0 U, 1 S, 2 Vh) of the packed array."""
+    start, stop, shape = _slots(m, n, full_matrices)[index]
+    part = packed[..., start:stop]
+    if shape is None:  # S is real: numpy's values, also when the array is complex
+        return np.real(part)
+    return np.reshape(part, (*np.shape(packed)[:-1], *shape))
+
+
+def _placed(g, ans, packed, index, m, n, full_matrices):
+    # The factor's cotangent in its slot of the packed array, zeros elsewhere.
+    start, stop, _ = _slots(m, n, full_matrices)[index]
+    flat = np.reshape(g, (*np.shape(packed)[:-1], -1))
+    width = [(0, 0)] * (np.ndim(packed) - 1) + [(start, np.shape(packed)[-1] - stop)]
+    return np.pad(flat, width)
+
+
+FACTOR = VjpRule("linalg.svd", _factor, (_placed,), ((),), handles_complex=True)
+
+
+def svd_vjp(g, ans, a, full_matrices=True):
+    """The cotangent of ``a`` from the packed SVD ``ans`` and its cotangent ``g``.
+
+    (Townsend, "Differentiating the singular value decomposition", 2016, for complex
+    ``a`` too.) With P = U^T Ubar, Q = conj(Vh Vhbar^T) (P for V) and F_ij = 1 / (s_j^2 -
+    s_i^2): abar = conj(U) [diag(sbar) + (F o P + (F o P)^H) S + S (F o Q + (F o Q)^H)
+    + i diag(Im P_kk / s_k)] conj(Vh), plus (I - conj(U) U^T) Ubar S^-1 conj(Vh) for a tall
+    ``a`` and conj(U) S^-1 conj(Vhbar) (I - Vh^T conj(Vh)) for a wide one. The diagonal
+    term is the phase change of u_k that the change of s_k's phase, Im (U^H da V)_kk,
+    forces (JAX's choice: none on v_k); it is right for a loss independent of the joint
+    phase of (u_k, v_k), the only kind that has a derivative (see refuse_phase_dependence).
+    """
+    m, n = np.shape(a)[-2:]
+    k = min(m, n)
+    u, s, vh = (_factor(ans, i, m, n, full_matrices) for i in range(3))
+    u_bar, s_bar, vh_bar = (_factor(g, i, m, n, full_matrices) for i in range(3))
+    if full_matrices:
+        if m > k:
+            _refuse_arbitrary_basis(u_bar[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
+        if n > k:
+            _refuse_arbitrary_basis(vh_bar[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
+        u, u_bar, vh, vh_bar = u[..., :k], u_bar[..., :k], vh[..., :k, :], vh_bar[..., :k, :]
+    conj_u, conj_vh = conjugate_if_complex(u), conjugate_if_complex(vh)
+    p = np.matmul(_mT(u), u_bar)
+    q = conjugate_if_complex(np.matmul(vh, _mT(vh_bar)))
+    refuse_phase_dependence(p, "np.linalg.svd", q)
+    gaps = inverse_gaps(s * s)
+    left, right = gaps * p, gaps * q
+    row, column = np.expand_dims(s, -2), np.expand_dims(s, -1)
+    inner = (left + adjoint(left)) * row + column * (right + adjoint(right))
+    diagonal = np.real(s_bar)  # (the S slot holds real numbers, whatever the array's dtype)
+    if np.result_type(p).kind == "c":
+        diagonal = diagonal + 1j * np.imag(np.diagonal(p, axis1=-2, axis2=-1)) / s
+    inner = inner + np.expand_dims(diagonal, -1) * np.eye(k)
+    result = np.matmul(conj_u, np.matmul(inner, conj_vh))
+    if m > k:
+        outside = (u_bar - np.matmul(conj_u, p)) / row
+        result = result + np.matmul(outside, conj_vh)
+    if n > k:
+        outside = (vh_bar - np.matmul(np.matmul(vh_bar, _mT(vh)), conj_vh)) / column
+        result = result + np.matmul(conj_u, outside)
+    return result
+
+
+def singular_values_vjp(g, ans, a):
     # d s_i = Re(u_i^H da v_i), so abar = conj(U) diag(g) conj(Vh) (U diag(g) Vh when a is
-    # real). (decompose: scipy.linalg.svd's rules decompose with SciPy's routine, so that
-    # the vectors' signs are those of the output.)
-    u, _, vh = decompose(a)
+    # real), with any SVD of a: this pair does not change with the phases. (Decomposed
+    # again: numpy's values-only routine gives no vectors.)
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
     return np.matmul(conjugate_if_complex(u) * np.expand_dims(g, -2), conjugate_if_complex(vh))
 
 
@@ -96,49 +220,6 @@ def adjoint(m):
     return conjugate_if_complex(_mT(m))
 
 
-def left_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
-    # The U terms of the SVD's adjoint (Townsend, "Differentiating the singular value
-    # decomposition", 2016), for complex a too: with P = U^T Ubar and M = F o P,
-    # abar = conj(U) (M + M^H) S V^T + (I - conj(U) U^T) Ubar S^-1 V^T, F_ij = 1 / (s_j^2 -
-    # s_i^2) (for real a, U (F o (P - P^T)) S V^T + ...). Each u_k's phase is numpy's
-    # choice: refused unless the loss ignores it.
-    m, n = np.shape(a)[-2:]
-    k = min(m, n)
-    if full_matrices and m > k:
-        _refuse_arbitrary_basis(g[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
-        g = g[..., :, :k]
-    u, s, vh = decompose(a)
-    conj_u, conj_vh = conjugate_if_complex(u), conjugate_if_complex(vh)
-    ug = np.matmul(_mT(u), g)
-    refuse_phase_dependence(ug, "np.linalg.svd")
-    inner = inverse_gaps(s * s) * ug
-    inner = (inner + adjoint(inner)) * np.expand_dims(s, -2)
-    if m > k:
-        outside = (g - np.matmul(conj_u, ug)) / np.expand_dims(s, -2)
-        return np.matmul(np.matmul(conj_u, inner) + outside, conj_vh)
-    return np.matmul(conj_u, np.matmul(inner, conj_vh))
-
-
-def right_vectors_vjp(g, ans, a, full_matrices=True, decompose=_reduced_svd):
-    # The V terms, with Vbar = g^H (g is the cotangent of Vh), P = V^T Vbar and N = F o P:
-    # abar = conj(U) S (N + N^H) V^T + conj(U) S^-1 Vbar^H (I - conj(V) V^T).
-    m, n = np.shape(a)[-2:]
-    k = min(m, n)
-    if full_matrices and n > k:
-        _refuse_arbitrary_basis(g[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
-        g = g[..., :k, :]
-    u, s, vh = decompose(a)
-    conj_vh = conjugate_if_complex(vh)
-    vg = conjugate_if_complex(np.matmul(vh, _mT(g)))
-    refuse_phase_dependence(vg, "np.linalg.svd")
-    inner = inverse_gaps(s * s) * vg
-    inner = np.expand_dims(s, -1) * (inner + adjoint(inner))
-    result = np.matmul(inner, conj_vh)
-    if n > k:
-        result = result + (g - np.matmul(np.matmul(g, _mT(vh)), conj_vh)) / np.expand_dims(s, -1)
-    return np.matmul(conjugate_if_complex(u), result)
-
-
 SINGULAR_VALUES = VjpRule(
     "linalg.svd",
     lambda a: np.linalg.svd(a, compute_uv=False),
@@ -146,20 +227,22 @@ SINGULAR_VALUES = VjpRule(
     ((0,),),
     handles_complex=True,
 )
-LEFT_VECTORS = VjpRule(
+DECOMPOSITION = VjpRule(
     "linalg.svd",
-    lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[0],
-    (left_vectors_vjp,),
-    ((0,),),
-    handles_complex=True,  # (where the loss does not depend on the vectors' phases)
+    lambda a, full_matrices=True: pack_svd(*np.linalg.svd(a, full_matrices)),
+    (svd_vjp,),
+    ((ANS,),),
+    handles_complex=True,  # (where the loss does not depend on the triples' phases)
 )
-RIGHT_VECTORS = VjpRule(
-    "linalg.svd",
-    lambda a, full_matrices=True: np.linalg.svd(a, full_matrices)[2],
-    (right_vectors_vjp,),
-    ((0,),),
-    handles_complex=True,
-)
+
+
+def svd_factors(rule, a, u, s, vh, full_matrices):
+    """``U, S, Vh``, computed already, as the outputs of one node of ``rule`` (see above)."""
+    packed = apply(rule, (a,), {"full_matrices": full_matrices}, pack_svd(u, s, vh))
+    m, n = np.shape(a)[-2:]
+    params = {"m": m, "n": n, "full_matrices": full_matrices}
+    return tuple(apply(FACTOR, (packed,), {"index": i, **params}, out)
+                 for i, out in enumerate((u, s, vh)))  # fmt: skip
 
 
 def _hermitian_svd(a, compute_uv):
@@ -183,12 +266,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return apply(SINGULAR_VALUES, (a,), None, np.linalg.svd(unwrap(a), compute_uv=False))
     u, s, vh = np.linalg.svd(unwrap(a), full_matrices=full_matrices)
-    params = {"full_matrices": full_matrices}
-    return SVD_RESULT(
-        apply(LEFT_VECTORS, (a,), params, u),
-        apply(SINGULAR_VALUES, (a,), None, s),
-        apply(RIGHT_VECTORS, (a,), params, vh),
-    )
+    return SVD_RESULT(*svd_factors(DECOMPOSITION, a, u, s, vh, full_matrices))
 
 
 @implements(np.linalg.svdvals)
@@ -223,33 +301,6 @@ def _eigenvalues_vjp(g, ans, a):
     # a = V L V^-1, so d lambda_i = (V^-1 da V)_ii and abar = V^-T diag(g) V^T.
     _, vectors = _eigensystem(a)
     return np.linalg.solve(_mT(vectors), np.expand_dims(g, -1) * _mT(vectors))
-
-
-def refuse_phase_dependence(p, function):
-    """Refuse a loss that changes with the complex phase numpy picked for each vector.
-
-    ``p`` is ``V^T g``: its diagonal ``p[k, k]`` is the loss's derivative along
-    ``v_k -> v_k * exp(i t)`` times ``-i``. A loss of ``np.abs(v)``, ``v * conj(v)`` or of
-    the eigenvalues has it real, and only such a loss has a derivative (the phase is
-    numpy's choice, not a function of the matrix's entries one could differentiate).
-    Measured against the largest element of ``p``: the diagonal may be all rounding.
-    """
-    p = np.asarray(unwrap(p))
-    if p.dtype.kind != "c":
-        return
-    p_diagonal = np.diagonal(p, axis1=-2, axis2=-1)
-    scale = float(np.max(np.abs(p), initial=0.0)) + np.finfo(float).tiny
-    if np.any(np.abs(p_diagonal.imag) > 1e-8 * scale):
-        raise NotDifferentiableError(
-            f"the gradient reached the complex vectors of {function} through a quantity "
-            "that changes with their phase: each vector is defined only up to a factor "
-            "exp(i t), which numpy picks, so that quantity has no derivative.\n"
-            "Fix: use quantities that do not depend on the phase (np.abs(v), v * np.conj(v), "
-            "np.conj(v_k) @ w, the eigenvalues), or fix the phase yourself first "
-            "(v / (v[0] / np.abs(v[0]))). (A quantity that depends on the phases of u_k and "
-            "v_k of an SVD only together, as a second derivative through the SVD does, is "
-            "refused too: each factor is checked on its own.)"
-        )
 
 
 def _eigenvectors_vjp(g, ans, a):

@@ -14,8 +14,8 @@ they differentiate again:
   ``f`` at ``A`` applied to ``G`` is the upper right block of
   ``f([[A^T, G], [0, A^T]])``;
 * ``eigh`` (one triangle read, distinct eigenvalues for the vectors) and
-  ``svd``, whose vjps decompose again with SciPy's routine so that the signs
-  of the vectors are those of the output.
+  ``svd``, whose factors are one node with numpy's ``svd``'s pullback (it
+  reads the factors themselves, so their signs are those of the output).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import scipy.linalg as linalg
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.factorizations import (
     inverse_gaps,
-    left_vectors_vjp,
-    right_vectors_vjp,
+    pack_svd,
     singular_values_vjp,
+    svd_factors,
+    svd_vjp,
 )
 from mutagrad.rules.linalg import cholesky_vjp, from_triangle, symmetric_part
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
@@ -458,27 +459,17 @@ def _eigh(a, b=None, *, lower=True, eigvals_only=False, subset_by_index=None,
 eigh = with_rule(linalg.eigh, EIGH_VALUES, adapter=_eigh)
 
 
-def _reduced_svd(a):
-    return svd(a, full_matrices=False)
-
-
 SVD_VALUES = VjpRule(
     "scipy.linalg.svd",
     lambda a: linalg.svd(a, compute_uv=False),
-    (lambda g, ans, a: singular_values_vjp(g, ans, a, decompose=_reduced_svd),),
+    (singular_values_vjp,),
     ((0,),),
 )
-SVD_LEFT = VjpRule(
+SVD_FACTORS = VjpRule(
     "scipy.linalg.svd",
-    lambda a, full_matrices=True: linalg.svd(a, full_matrices)[0],
-    (lambda g, ans, a, **p: left_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
-    ((0,),),
-)
-SVD_RIGHT = VjpRule(
-    "scipy.linalg.svd",
-    lambda a, full_matrices=True: linalg.svd(a, full_matrices)[2],
-    (lambda g, ans, a, **p: right_vectors_vjp(g, ans, a, decompose=_reduced_svd, **p),),
-    ((0,),),
+    lambda a, full_matrices=True: pack_svd(*linalg.svd(a, full_matrices)),
+    (svd_vjp,),
+    ((ANS,),),
 )
 
 
@@ -487,9 +478,7 @@ def _svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite
     if not compute_uv:
         return apply(SVD_VALUES, (a,), None)
     u, s, vh = linalg.svd(unwrap(a), full_matrices=full_matrices)
-    params = {"full_matrices": full_matrices}
-    return (apply(SVD_LEFT, (a,), params, u), apply(SVD_VALUES, (a,), None, s),
-            apply(SVD_RIGHT, (a,), params, vh))
+    return svd_factors(SVD_FACTORS, a, u, s, vh, full_matrices)
 
 
 svd = with_rule(linalg.svd, SVD_VALUES, adapter=_svd)
