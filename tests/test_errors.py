@@ -719,11 +719,6 @@ def complex_value_in_a_rule_for_real_values():
 
 
 @trigger
-def complex_matrix_in_a_factorization():
-    mutagrad.gradient(lambda x: np.sum(np.abs(np.linalg.qr(np.outer(x, x) * 1j)[1])), X)
-
-
-@trigger
 def loss_that_depends_on_the_phase_of_complex_eigenvectors():
     rotation = np.array([[0.0, -1.0], [1.0, 0.0]])
     mutagrad.gradient(lambda a: np.sum(np.real(np.linalg.eig(a)[1])), rotation)

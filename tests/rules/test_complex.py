@@ -45,6 +45,7 @@ M = complex_array((3, 3), seed=6)
 N = complex_array((3, 3), seed=7)
 REAL_WITH_COMPLEX_EIGENVALUES = np.array([[1.0, -2.0, 0.5], [1.5, 0.3, 0.0], [0.2, 0.1, -1.0]])
 SYM = np.array([[2.0, 0.5, 0.1], [0.5, -1.0, 0.3], [0.1, 0.3, 0.7]])
+HPD = np.matmul(np.conj(M.T), M) + np.eye(3)  # Hermitian positive definite
 
 
 def _second_order_of_roll(z):
@@ -174,6 +175,28 @@ CASES = [
     ("linalg.solve", np.linalg.solve, (M, N)),
     ("linalg.inv", np.linalg.inv, (M,)),
     ("linalg.det", np.linalg.det, (M,)),
+    ("linalg.slogdet", lambda a: np.linalg.slogdet(a)[1], (M,)),
+    ("linalg.slogdet", lambda a: np.linalg.slogdet(a)[0], (np.stack([M, N]),)),  # the phase
+    # factorizations and pseudo-inverses: not holomorphic (conjugates inside)
+    ("linalg.cholesky", np.linalg.cholesky, (HPD,)),  # numpy reads the lower triangle
+    ("linalg.cholesky", lambda a: np.linalg.cholesky(a, upper=True), (np.stack([HPD, HPD.T]),)),
+    ("linalg.qr", lambda a: np.stack(np.linalg.qr(a)), (M,)),
+    ("linalg.qr", lambda a: np.linalg.qr(a)[0], (complex_array((4, 3), seed=16),)),
+    ("linalg.qr", lambda a: np.linalg.qr(a, "r"), (complex_array((2, 4, 3), seed=17),)),
+    ("linalg.qr", lambda a: np.linalg.qr(a)[0], (complex_array((3, 5), seed=18),)),  # wide
+    ("linalg.qr", lambda a: np.linalg.qr(a)[1], (complex_array((3, 5), seed=18),)),
+    ("linalg.qr", lambda a: np.linalg.qr(a, "complete")[1], (complex_array((4, 2), seed=19),)),
+    ("linalg.pinv", np.linalg.pinv, (complex_array((4, 3), seed=20),)),
+    ("linalg.pinv", np.linalg.pinv, (complex_array((2, 3, 5), seed=21),)),
+    ("linalg.pinv", lambda a: np.linalg.pinv(a, hermitian=True), (HPD,)),  # lower triangle
+    ("linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b)[0], (complex_array((5, 3), seed=22),
+                                                          complex_array((5, 2), seed=23))),
+    ("linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b)[0], (complex_array((2, 4), seed=24),
+                                                          complex_array((2,), seed=25))),
+    ("linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b)[1], (complex_array((5, 3), seed=22),
+                                                          complex_array((5, 2), seed=23))),
+    ("linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b)[1], (complex_array((5, 3), seed=22),
+                                                          complex_array((5,), seed=26))),
     ("cumsum", lambda z: np.cumsum(z, axis=1), (Z,)),
     ("cumprod", np.cumprod, (Z,)),
     ("pad", lambda z: np.pad(z, ((1, 0), (0, 2)), mode="reflect"), (Z,)),
@@ -610,3 +633,17 @@ def test_every_rule_that_handles_complex_values_is_checked_here():
     missing = {name for name in missing
                if not all(code(r) in checked_code for r in rules if r.name == name)}  # fmt: skip
     assert not missing, f"no complex check for {sorted(missing)}"
+
+
+@pytest.mark.parametrize(
+    ("f", "a"),
+    [(lambda a: np.sum(np.abs(np.linalg.cholesky(a)) ** 2), HPD),
+     (lambda a: np.sum(np.abs(np.linalg.qr(a)[0] * np.linalg.qr(a)[1][0, 1])), M),
+     (lambda a: np.real(np.linalg.slogdet(a)[0] * (1 + 2j)) + np.linalg.slogdet(a)[1], M),
+     (lambda a: np.sum(np.abs(np.linalg.pinv(a)) ** 2), complex_array((4, 3), seed=20)),
+     (lambda a: np.sum(np.abs(np.linalg.lstsq(a, ROW[:2])[0]) ** 2), complex_array((2, 4), 24))],
+    ids=["cholesky", "qr", "slogdet", "pinv", "lstsq"],
+)  # fmt: skip
+def test_complex_factorizations_to_second_order(f, a):
+    check_gradient(f, a)
+    _second_order(f, a)

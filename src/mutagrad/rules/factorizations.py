@@ -31,11 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from mutagrad.core.registry import ANS, VjpRule, implements
-from mutagrad.diagnostics.messages import complex_message
-from mutagrad.diagnostics.sites import user_site
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
-from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.traced.value import any_active, unwrap, wrap_constant
 
 _NoValue = np._NoValue
 
@@ -274,12 +272,6 @@ def svdvals(x, /):
     return np.linalg.svd(x, compute_uv=False)
 
 
-def refuse_complex(a, function):
-    """Refuse a complex traced ``a`` in ``function``, whose rule is written for real values."""
-    if isinstance(a, WrappedValue) and a.dtype.kind == "c" and any_active((a,)):
-        raise NotDifferentiableError(complex_message(function, user_site()))
-
-
 # -- eig, eigvals ------------------------------------------------------------------------
 
 
@@ -377,15 +369,21 @@ def eigvals(a):
 
 
 def _copy_lower_to_upper(m):
-    return np.tril(m) + _mT(np.tril(m, -1))
+    """The Hermitian (symmetric) matrix with ``m``'s lower triangle and the real part of its
+    diagonal."""
+    lower = np.tril(m, -1)
+    diagonal = np.real(m) if np.result_type(m).kind == "c" else m
+    return lower + adjoint(lower) + diagonal * np.eye(np.shape(m)[-1])
 
 
 def _square_r_vjp(q, r, q_bar, r_bar):
     """abar for a = q r with r square (m >= n); either cotangent may be None.
 
     (Walter and Lehmann 2018; Liao et al. 2019) M = R Rbar^T - Qbar^T Q, and
-    abar = (Qbar + Q copyltu(M)) R^-T, copyltu(M) the symmetric matrix with M's lower
-    triangle.
+    abar = (Qbar + conj(Q copyltu(M))) R^-T, copyltu(M) the Hermitian matrix with M's lower
+    triangle. For complex a, Q^H dQ is anti-Hermitian and R's diagonal real (LAPACK's),
+    so the diagonal of Q^H da R^-1 gives dR_kk / R_kk its real part and Q^H dQ its
+    imaginary one: copyltu keeps the real part of M's diagonal.
     """
     terms = []
     if r_bar is not None:
@@ -393,7 +391,7 @@ def _square_r_vjp(q, r, q_bar, r_bar):
     if q_bar is not None:
         terms.append(-np.matmul(_mT(q_bar), q))
     m = terms[0] if len(terms) == 1 else terms[0] + terms[1]
-    b = np.matmul(q, _copy_lower_to_upper(m))
+    b = conjugate_if_complex(np.matmul(q, _copy_lower_to_upper(m)))
     if q_bar is not None:
         b = b + q_bar
     return _mT(np.linalg.solve(r, _mT(b)))
@@ -405,15 +403,17 @@ def _qr_vjp(a, q_bar, r_bar):
     m, n = np.shape(a)[-2:]
     if m >= n:
         return _square_r_vjp(q, r, q_bar, r_bar)
-    # A wide a = [x | y] = q [u | v]: x = q u is a square factorization, v = q^T y.
+    # A wide a = [x | y] = q [u | v]: x = q u is a square factorization, v = q^H y, whose
+    # cotangent gives y conj(q) vbar and q conj(y vbar^T).
     y = a[..., :, m:]
     if r_bar is None:
         x_bar = _square_r_vjp(q, r[..., :, :m], q_bar, None)
         return np.concatenate([x_bar, np.zeros_like(y)], axis=-1)
     u_bar, v_bar = r_bar[..., :, :m], r_bar[..., :, m:]
-    q_bar = np.matmul(y, _mT(v_bar)) if q_bar is None else q_bar + np.matmul(y, _mT(v_bar))
+    through_v = conjugate_if_complex(np.matmul(y, _mT(v_bar)))
+    q_bar = through_v if q_bar is None else q_bar + through_v
     x_bar = _square_r_vjp(q, r[..., :, :m], q_bar, u_bar)
-    return np.concatenate([x_bar, np.matmul(q, v_bar)], axis=-1)
+    return np.concatenate([x_bar, np.matmul(conjugate_if_complex(q), v_bar)], axis=-1)
 
 
 def _q_vjp(g, ans, a, mode="reduced"):
@@ -431,8 +431,10 @@ def _r_vjp(g, ans, a, mode="reduced"):
     return _qr_vjp(a, None, g)
 
 
-Q_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[0], (_q_vjp,), ((0,),))
-R_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[-1], (_r_vjp,), ((0,),))
+Q_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[0], (_q_vjp,), ((0,),),
+                   handles_complex=True)  # fmt: skip
+R_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[-1], (_r_vjp,), ((0,),),
+                   handles_complex=True)  # fmt: skip
 
 
 @implements(np.linalg.qr)
@@ -440,7 +442,6 @@ def qr(a, mode="reduced"):
     result = np.linalg.qr(unwrap(a), mode)
     if not any_active((a,)):
         return wrap_constant(result)
-    refuse_complex(a, "np.linalg.qr")
     if mode in ("raw", "economic", "e"):
         raise NotDifferentiableError(
             f"np.linalg.qr(a, mode={mode!r}) returns LAPACK's Householder reflectors, whose "
@@ -461,33 +462,31 @@ def qr(a, mode="reduced"):
 def _pinv_adjoint(g, p, a):
     """abar for p = pinv(a) of constant rank, given the cotangent ``g`` of ``p``.
 
-    (Golub and Pereyra 1973) dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P,
-    whose adjoint is -P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A).
+    (Golub and Pereyra 1973) dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P,
+    whose adjoint in JAX's convention is -P^T g P^T + conj((I - A P) g^T P P^H)
+    + conj(P^H P g^T (I - P A)) (the terms in dA^H pair with the conjugate).
     """
-    pt, gt = _mT(p), _mT(g)
+    pt, gt, ph = _mT(p), _mT(g), adjoint(p)
     first = -np.matmul(pt, np.matmul(g, pt))
-    gt_p_pt = np.matmul(np.matmul(gt, p), pt)
-    second = gt_p_pt - np.matmul(a, np.matmul(p, gt_p_pt))
-    pt_p_gt = np.matmul(pt, np.matmul(p, gt))
-    third = pt_p_gt - np.matmul(np.matmul(pt_p_gt, p), a)
-    return first + second + third
-
-
-def _symmetric_from_lower(a):
-    """The matrix numpy's ``hermitian=True`` paths see: ``a``'s lower triangle, mirrored."""
-    return np.tril(a) + _mT(np.tril(a, -1))
+    gt_p_ph = np.matmul(np.matmul(gt, p), ph)
+    second = gt_p_ph - np.matmul(a, np.matmul(p, gt_p_ph))
+    ph_p_gt = np.matmul(ph, np.matmul(p, gt))
+    third = ph_p_gt - np.matmul(np.matmul(ph_p_gt, p), a)
+    return first + conjugate_if_complex(second + third)
 
 
 def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=_NoValue):
     if not hermitian:
         return _pinv_adjoint(g, ans, a)
-    # numpy factorizes the symmetric matrix of a's lower triangle (np.linalg.eigh):
-    # each element below the diagonal stands for itself and its mirror image.
-    symmetric = _pinv_adjoint(g, ans, _symmetric_from_lower(a))
-    return np.tril(symmetric) + np.tril(_mT(symmetric), -1)
+    # numpy factorizes the Hermitian (symmetric) matrix of a's lower triangle and the real
+    # part of its diagonal (np.linalg.eigh): each element below the diagonal stands for
+    # itself and its mirror image's conjugate.
+    cotangent = _pinv_adjoint(g, ans, _copy_lower_to_upper(a))
+    both = cotangent + adjoint(cotangent)  # (its diagonal: twice the real part, exactly)
+    return np.tril(both) - both * (np.eye(np.shape(a)[-1]) / 2)
 
 
-PINV = VjpRule("linalg.pinv", np.linalg.pinv, (_pinv_vjp,), ((0, ANS),))
+PINV = VjpRule("linalg.pinv", np.linalg.pinv, (_pinv_vjp,), ((0, ANS),), handles_complex=True)
 
 
 def _refuse_discarded_singular_values(s, kept, shape, function):
@@ -514,7 +513,6 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NoValue):
     result = np.linalg.pinv(unwrap(a), **params)
     if not any_active((a,)):
         return wrap_constant(result)
-    refuse_complex(a, "np.linalg.pinv")
     if (rcond is not None or rtol is not _NoValue) and np.size(a):
         raw = unwrap(a)
         s = np.abs(np.linalg.eigvalsh(raw)) if hermitian else np.linalg.svd(raw, compute_uv=False)
@@ -555,9 +553,10 @@ def _residual(a, b, rcond):
 
 
 def _residuals_vjp_a(g, ans, a, b, rcond=None):
-    # residuals = sum(r**2, axis=0) with r = b - a x; at the least-squares solution
-    # a^T r = 0, so d residuals = 2 r^T (db - da x).
+    # residuals = sum(|r|**2, axis=0) with r = b - a x; at the least-squares solution
+    # a^H r = 0, so d residuals = 2 Re(r^H (db - da x)): the cotangents pair with conj(r).
     r, x = _residual(a, b, rcond)
+    r = conjugate_if_complex(r)
     if np.ndim(b) == 1:
         return -2 * np.outer(r * g, x)
     return -2 * np.matmul(r * g, _mT(x))
@@ -565,20 +564,23 @@ def _residuals_vjp_a(g, ans, a, b, rcond=None):
 
 def _residuals_vjp_b(g, ans, a, b, rcond=None):
     r, _ = _residual(a, b, rcond)
-    return 2 * r * g
+    return 2 * conjugate_if_complex(r) * g
 
 
+# (x = pinv(a) b is holomorphic in pinv(a) and b: the transposes, as the real rule's)
 LSTSQ_SOLUTION = VjpRule(
     "linalg.lstsq",
     lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)[0],
     (_solution_vjp_a, _solution_vjp_b),
     ((0, 1), (0,)),
+    handles_complex=True,
 )
 LSTSQ_RESIDUALS = VjpRule(
     "linalg.lstsq",
     lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond)[1],
     (_residuals_vjp_a, _residuals_vjp_b),
     ((0, 1), (0, 1)),
+    handles_complex=True,
 )
 
 
@@ -587,8 +589,6 @@ def lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(unwrap(a), unwrap(b), rcond)
     if not any_active((a, b)):
         return wrap_constant(x), wrap_constant(residuals), rank, wrap_constant(s)
-    refuse_complex(a, "np.linalg.lstsq")
-    refuse_complex(b, "np.linalg.lstsq")
     kept = np.arange(np.size(s)) < rank
     _refuse_discarded_singular_values(s, kept, np.shape(a), "np.linalg.lstsq")
     params = {"rcond": rcond}

@@ -4,11 +4,12 @@ Products: matmul (``@``) and the vector gufuncs vecdot, matvec and vecmat, dot,
 inner, vdot, outer, tensordot, ``np.linalg.multi_dot``
 (numpy's multiplication order, through the dot rule), ``np.trace`` (the sum
 of a diagonal view), kron, cross and ``np.linalg.matrix_power`` (numpy's own
-steps, through the rules). ``np.linalg``: solve, inv, det, slogdet (its sign
-carries no derivative) and norm (vector norms of every order; matrix norms
-'fro', 1, -1, inf, -inf, and 2, -2, 'nuc' through the singular value
-decomposition of mutagrad.rules.factorizations), with its array-API forms vector_norm
-and matrix_norm; cholesky, eigh and eigvalsh (numpy reads one triangle of the
+steps, through the rules). ``np.linalg``: solve, inv, det, slogdet (the sign of
+a real determinant carries no derivative, a complex one's does) and norm
+(vector norms of every order; matrix norms 'fro', 1, -1, inf, -inf, and 2, -2,
+'nuc' through the singular value decomposition of
+mutagrad.rules.factorizations), with its array-API forms vector_norm and
+matrix_norm; cholesky, eigh and eigvalsh (numpy reads one triangle of the
 matrix, and only that triangle gets a gradient; eigenvectors need distinct
 eigenvalues). ``np.polyval`` is numpy's Horner loop.
 
@@ -30,7 +31,6 @@ from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.factorizations import (
     adjoint,
     conjugate_if_complex,
-    refuse_complex,
     refuse_phase_dependence,
 )
 from mutagrad.traced.dispatch import apply
@@ -460,6 +460,16 @@ LOGABSDET = VjpRule(
     jvp=through_gradient(
         lambda g, ans, a: _as_matrix_factor(g) * _mT(np.linalg.inv(a)), _matrix_axes
     ),
+    handles_complex=True,  # (Re tr(a^-1 da) for complex a: the real g times a^-T again)
+)
+# The sign of a complex determinant is det / |det| = exp(i arg det), smooth where det is
+# not 0: d sign = sign * i Im tr(a^-1 da), so abar = i Im(g * sign) a^-T.
+COMPLEX_SIGN = VjpRule(
+    "linalg.slogdet",
+    lambda a: np.linalg.slogdet(a)[0],
+    (lambda g, ans, a: 1j * _as_matrix_factor(np.imag(g * ans)) * _mT(np.linalg.inv(a)),),
+    ((0, ANS),),
+    handles_complex=True,
 )
 
 SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
@@ -468,9 +478,11 @@ SLOGDET_RESULT = type(np.linalg.slogdet(np.eye(1)))
 @implements(np.linalg.slogdet)
 def slogdet(a):
     sign, logabsdet = np.linalg.slogdet(unwrap(a))
-    refuse_complex(a, "np.linalg.slogdet")  # (its sign is smooth for complex matrices)
-    # The sign is piecewise constant: no derivative.
-    return SLOGDET_RESULT(wrap_constant(sign), apply(LOGABSDET, (a,), None, logabsdet))
+    if np.result_type(sign).kind == "c":
+        sign = apply(COMPLEX_SIGN, (a,), None, sign)
+    else:  # the sign of a real determinant is piecewise constant: no derivative
+        sign = wrap_constant(sign)
+    return SLOGDET_RESULT(sign, apply(LOGABSDET, (a,), None, logabsdet))
 
 
 # -- norm ------------------------------------------------------------------------------
@@ -728,12 +740,14 @@ def polyval(p, x):
 def from_triangle(symmetric, lower):
     """The cotangent of a matrix of which numpy reads one triangle (the other is ignored).
 
-    ``symmetric`` is the cotangent with respect to the symmetric matrix numpy
-    sees: each off-diagonal element read stands for two of its elements.
+    ``symmetric`` is the cotangent with respect to the symmetric (Hermitian) matrix
+    numpy sees: each off-diagonal element read stands for two of its elements. LAPACK
+    reads only the real part of a complex diagonal, so its imaginary part gets none.
     """
     n = np.shape(symmetric)[-1]
     triangle = np.tril(symmetric, -1) if lower else np.triu(symmetric, 1)
-    return 2 * triangle + symmetric * np.eye(n)
+    diagonal = np.real(symmetric) if np.result_type(symmetric).kind == "c" else symmetric
+    return 2 * triangle + diagonal * np.eye(n)
 
 
 def symmetric_part(m):
@@ -746,17 +760,19 @@ def hermitian_part(m):
 
 
 def cholesky_vjp(g, ans, a, upper=False):
-    # a = L L^T gives L^-1 da L^-T = X + X^T with X = L^-1 dL lower triangular, so
-    # dL = L phi(L^-1 da L^-T), phi taking the lower triangle with half the diagonal.
-    # Its adjoint: abar = L^-T sym(phi(L^T Lbar)) L^-1.
-    lower = _mT(ans) if upper else ans
-    lbar = _mT(g) if upper else g
+    # a = L L^H gives L^-1 da L^-H = X + X^H with X = L^-1 dL lower triangular (with a
+    # real diagonal, as L's), so dL = L phi(L^-1 da L^-H), phi taking the lower triangle
+    # with half the diagonal. Its adjoint in JAX's convention:
+    # abar = L^-T herm(phi(L^T Lbar)) conj(L^-1) (L^-T sym(phi(L^T Lbar)) L^-1 for real a).
+    # upper=True returns L^H, whose cotangent is Lbar^H.
+    lower = adjoint(ans) if upper else ans
+    lbar = adjoint(g) if upper else g
     inner = np.matmul(_mT(lower), lbar)
     n = np.shape(inner)[-1]
     phi = np.tril(inner, -1) + inner * (np.eye(n) / 2)
     inverse = np.linalg.inv(lower)
-    symmetric = np.matmul(_mT(inverse), np.matmul(symmetric_part(phi), inverse))
-    return from_triangle(symmetric, lower=not upper)
+    hermitian = np.matmul(hermitian_part(phi), conjugate_if_complex(inverse))
+    return from_triangle(np.matmul(_mT(inverse), hermitian), lower=not upper)
 
 
 def to_triangle(t, lower):
@@ -781,8 +797,9 @@ def cholesky_jvp(tangents, ans, args, kwargs):
 
 
 CHOLESKY = VjpRule(
-    "linalg.cholesky", np.linalg.cholesky, (cholesky_vjp,), ((ANS,),), jvp=cholesky_jvp
-)
+    "linalg.cholesky", np.linalg.cholesky, (cholesky_vjp,), ((ANS,),), jvp=cholesky_jvp,
+    handles_complex=True,
+)  # fmt: skip
 
 
 @implements(np.linalg.cholesky)
