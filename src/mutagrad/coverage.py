@@ -230,10 +230,7 @@ DECLARED: dict[str, tuple[str, str]] = {
         ("complex64", "complex128", "csingle", "cdouble"),
         ("refused", SCALAR_TYPE),
     ),
-    **dict.fromkeys(
-        ("sort_complex", "fft.hfft", "fft.ihfft"),
-        ("refused", COMPLEX),
-    ),
+    "sort_complex": ("refused", COMPLEX),
     "array": ("refused", RAW_ARRAY),
     "asarray": ("refused", RAW_ARRAY),
     "full": ("refused", RAW_FILL),

@@ -198,6 +198,12 @@ CASES = [
     ("linalg.lstsq", lambda a, b: np.linalg.lstsq(a, b)[1], (complex_array((5, 3), seed=22),
                                                           complex_array((5,), seed=26))),
     ("cumsum", lambda z: np.cumsum(z, axis=1), (Z,)),
+    # numpy's correlate conjugates its second operand, convolve does not
+    ("correlate", np.correlate, (complex_array((5,), seed=27), ROW)),
+    ("correlate", lambda a, v: np.correlate(a, v, "same"), (ROW, complex_array((5,), seed=28))),
+    ("correlate", lambda a, v: np.correlate(a, v, "full"), (ROW.real, ROW)),
+    ("correlate", lambda a, v: np.convolve(a, v), (ROW, complex_array((5,), seed=29))),
+    ("correlate", lambda a, v: np.convolve(a, v, "same"), (ROW, complex_array((4,), 30).real)),
     ("cumprod", np.cumprod, (Z,)),
     ("pad", lambda z: np.pad(z, ((1, 0), (0, 2)), mode="reflect"), (Z,)),
     ("pad", lambda z, v: np.pad(z, 1, constant_values=v), (Z, 0.5 - 2j)),
@@ -493,9 +499,25 @@ def test_n_dimensional_real_transforms_take_numpys_steps(transform, options):
     check_gradient(f, x)
 
 
-def test_fft_transforms_without_a_rule_are_refused_by_name():
-    with pytest.raises(mutagrad.MissingRuleError, match=r"np\.fft\.hfft"):
-        mutagrad.grad(lambda z: np.sum(np.fft.hfft(z)))(ROW)
+@pytest.mark.parametrize(
+    ("transform", "options"),
+    [(np.fft.hfft, {}), (np.fft.hfft, {"n": 5, "axis": 0, "norm": "ortho"}),
+     (np.fft.hfft, {"n": 3, "norm": "forward"}), (np.fft.ihfft, {}),
+     (np.fft.ihfft, {"n": 4, "axis": 0}), (np.fft.ihfft, {"n": 2, "norm": "ortho"})],
+)  # fmt: skip
+def test_hermitian_transforms_take_numpys_steps(transform, options):
+    # hfft of a half spectrum (complex), ihfft of a real signal
+    x = Z if transform is np.fft.hfft else Z.real
+    out = transform(x, **options)
+    dy = complex_array(out.shape, seed=31)
+
+    def f(x):
+        return np.real(np.sum(transform(x, **options) * dy))
+
+    assert mutagrad.withgradient(lambda x: (f(x), transform(x, **options)), x).val[1].tolist() == (
+        out.tolist()
+    )
+    check_gradient(f, x)
 
 
 def test_a_real_function_of_a_complex_intermediate():
@@ -568,9 +590,15 @@ def test_holomorphic_true_refuses_a_function_that_is_not(f):
 
 
 def test_a_rule_without_complex_support_refuses_complex_values():
-    # (np.correlate conjugates its second operand; its rule is real-only: refused by name)
-    with pytest.raises(mutagrad.NotDifferentiableError, match=r"np\.correlate has no derivative"):
-        mutagrad.grad(lambda z: np.sum(np.abs(np.correlate(z, z, "full")) ** 2))(ROW)
+    # (np.interp's rule is written for real values: refused by name)
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"np\.interp has no derivative"):
+        mutagrad.grad(lambda z: np.sum(np.abs(np.interp([0.5, 1.5], [0.0, 1.0, 2.0], z))))(ROW)
+
+
+def test_complex_correlation_to_second_order():
+    v = complex_array((5,), seed=32)
+    _second_order(lambda a: np.sum(np.abs(np.correlate(a, v, "full") * np.convolve(v, a)) ** 2),
+                  ROW)  # fmt: skip
 
 
 def test_writes_through_the_real_and_imaginary_parts():

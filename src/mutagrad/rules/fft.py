@@ -15,8 +15,8 @@ and (for even ``n``) the last entry are ignored, every other entry stands for
 itself and its conjugate mirror, so the pullback is ``rfft`` of the cotangent,
 conjugated and weighted by 1 or 2, with the scale of the inverse transform.
 ``rfftn``, ``irfftn``, ``rfft2`` and ``irfft2`` take numpy's steps (one-axis transforms,
-in numpy's order) on the traced array. ``hfft`` and ``ihfft`` have no rule yet: refused
-by name.
+in numpy's order) on the traced array, and so do ``hfft`` (``irfft`` of the
+conjugate, with the other norm) and ``ihfft`` (the conjugate of ``rfft``).
 """
 
 from __future__ import annotations
@@ -171,3 +171,17 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
 @implements(np.fft.irfft2)
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return irfftn(a, s, axes, norm, out)
+
+
+@implements(np.fft.hfft)
+def hfft(a, n=None, axis=-1, norm=None, out=None):
+    if n is None:
+        n = (np.shape(a)[axis] - 1) * 2
+    result = np.fft.irfft(np.conjugate(a), n, axis, norm=DUAL_NORM[norm])
+    return assign_out(result, out, "np.fft.hfft")
+
+
+@implements(np.fft.ihfft)
+def ihfft(a, n=None, axis=-1, norm=None, out=None):
+    result = np.conjugate(np.fft.rfft(a, n, axis, norm=DUAL_NORM[norm]))
+    return assign_out(result, out, "np.fft.ihfft")

@@ -5,7 +5,9 @@
   bilinear: the pullback of the full correlation ``c[k] = sum_i a[i] v[i - k + m - 1]``
   is a convolution of the cotangent with ``v`` and a reversed correlation of
   the cotangent with ``a``, after the cotangent of a ``'valid'`` or ``'same'``
-  result is placed where it sits in the full one.
+  result is placed where it sits in the full one. For complex values numpy's
+  correlate conjugates ``v`` (its convolve does not): the rule is the
+  correlation without that conjugate, applied to ``conj(v)``.
 * ``np.interp``: piecewise linear in ``x``, ``xp`` and ``fp`` (and in ``left``
   and ``right``, where they are used); which piece an ``x`` falls in is
   piecewise constant. ``period=`` is refused.
@@ -44,41 +46,53 @@ def _full_cotangent(g, n, m, mode):
     return np.pad(np.ravel(g), (start, n + m - 1 - start - np.size(g)))
 
 
-def _correlate_vjp_a(g, ans, a, v, mode="valid"):
-    full = _full_cotangent(g, np.size(a), np.size(v), mode)
-    return np.reshape(np.convolve(full, np.ravel(v), "valid"), np.shape(a))
+def _conjugate_if_complex(x):
+    return np.conjugate(x) if np.result_type(x).kind == "c" else x
 
 
-def _correlate_vjp_v(g, ans, a, v, mode="valid"):
-    full = _full_cotangent(g, np.size(a), np.size(v), mode)
-    return np.reshape(np.flip(np.correlate(full, np.ravel(a), "valid")), np.shape(v))
+def _correlation(a, w, mode):
+    """``sum_i a[i + k] w[i]``: numpy's correlate without its conjugate of ``w``."""
+    return np.correlate(a, _conjugate_if_complex(w), mode)
 
 
+def _correlate_vjp_a(g, ans, a, w, mode="valid"):
+    full = _full_cotangent(g, np.size(a), np.size(w), mode)
+    return np.reshape(np.convolve(full, np.ravel(w), "valid"), np.shape(a))
+
+
+def _correlate_vjp_w(g, ans, a, w, mode="valid"):
+    full = _full_cotangent(g, np.size(a), np.size(w), mode)
+    return np.reshape(np.flip(_correlation(full, np.ravel(a), "valid")), np.shape(w))
+
+
+# The correlation without conjugates, bilinear (holomorphic in each operand), so its
+# pullbacks are the transposes for complex values too; numpy's correlate is it of
+# (a, conj(v)) and numpy's convolve of (a, v reversed).
 CORRELATE = VjpRule(
     "correlate",
-    lambda a, v, mode="valid": np.correlate(a, v, mode),
-    (_correlate_vjp_a, _correlate_vjp_v),
+    _correlation,
+    (_correlate_vjp_a, _correlate_vjp_w),
     ((1,), (0,)),
     jvp=multilinear(),
+    handles_complex=True,
 )
 
 
 @implements(np.correlate)
 def correlate(a, v, mode="valid"):
-    return apply(CORRELATE, (a, v), {"mode": mode})
+    # (numpy's values: the conjugate of a complex v is conjugated back in the rule's)
+    value = np.correlate(unwrap(a), unwrap(v), mode)
+    return apply(CORRELATE, (a, _conjugate_if_complex(v)), {"mode": mode}, value)
 
 
 @implements(np.convolve)
 def convolve(a, v, mode="full"):
+    value = np.convolve(unwrap(a), unwrap(v), mode)  # (numpy's checks and its values)
     a = np.atleast_1d(a if isinstance(a, WrappedValue) else np.asarray(a))
     v = np.atleast_1d(v if isinstance(v, WrappedValue) else np.asarray(v))
     if len(v) > len(a):
         a, v = v, a
-    if len(a) == 0:
-        raise ValueError("a cannot be empty")
-    if len(v) == 0:
-        raise ValueError("v cannot be empty")
-    return np.correlate(a, np.flip(v), mode)
+    return apply(CORRELATE, (a, np.flip(v)), {"mode": mode}, value)
 
 
 # -- interp ------------------------------------------------------------------------------
