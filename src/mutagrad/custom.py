@@ -275,6 +275,7 @@ def defvjp(
     fn: Any,
     *vjps: Callable[..., Any] | None,
     reads: tuple[tuple[int | str, ...], ...] | None = None,
+    handles_complex: bool = False,
 ) -> None:
     """Register vjps for ``fn``: ``vjps[i](g, ans, *args, **kwargs)`` is argument i's cotangent.
 
@@ -283,6 +284,10 @@ def defvjp(
     arguments and the output. autograd's form, ``vjps[i](ans, *args, **kwargs)``
     returning the function of ``g``, is accepted too; a vjp that takes a number of
     positional arguments that fits neither is refused here.
+
+    ``handles_complex=True`` declares the vjps right for complex values in JAX's
+    convention (see ``Rule.handles_complex``); without it a complex value reaching
+    the rule is refused, naming it.
     """
     _check_registrable(fn)
     site = user_site()
@@ -298,7 +303,8 @@ def defvjp(
         else _checked_vjp(_vjp_in_our_form(vjp, i, name, (low, high)), i, name, site)
         for i, vjp in enumerate(vjps)
     )
-    _register(fn, VjpRule(name, _raw_function(fn), checked, reads, trusted=False))
+    _register(fn, VjpRule(name, _raw_function(fn), checked, reads, trusted=False,
+                          handles_complex=handles_complex))  # fmt: skip
 
 
 @api_boundary
@@ -352,7 +358,8 @@ def _user_jvp(name: str, jvps: tuple[Callable[..., Any] | None, ...]) -> Callabl
 class ClosureRule(CallRule):
     """A ChainRules-style rule: ``rule(*args) -> (y, pullback)``, registered at ``site``."""
 
-    __slots__ = ("function", "rule", "site")
+    __slots__ = ("function", "handles_complex", "rule", "site")
+    trusted = False  # (a user's rule: a complex value's refusal names the opt-in)
 
     def __init__(
         self,
@@ -360,11 +367,13 @@ class ClosureRule(CallRule):
         function: Callable[..., Any],
         rule: Callable[..., Any],
         site: Site | None = None,
+        handles_complex: bool = False,
     ):
         super().__init__(name)
         self.function = function
         self.rule = rule
         self.site = site
+        self.handles_complex = handles_complex  # (see Rule)
 
     def _failed(self, part: str, error: Exception) -> MutagradError:
         return MutagradError(
@@ -570,14 +579,19 @@ def _flat_cotangents(cots: tuple[Any, ...], groups: list[int | None]) -> tuple[A
 
 
 @api_boundary
-def rrule(fn: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``rule(*args) -> (y, pullback)`` for ``fn`` (a primitive or numpy function)."""
+def rrule(
+    fn: Any, *, handles_complex: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``rule(*args) -> (y, pullback)`` for ``fn`` (a primitive or numpy function).
+
+    ``handles_complex``: as :func:`defvjp`'s.
+    """
     _check_registrable(fn)
     site = user_site()
 
     def register(rule_fn: Callable[..., Any]) -> Callable[..., Any]:
         name = getattr(fn, "__name__", repr(fn))
-        _register(fn, ClosureRule(name, _raw_function(fn), rule_fn, site))
+        _register(fn, ClosureRule(name, _raw_function(fn), rule_fn, site, handles_complex))
         return rule_fn
 
     return register

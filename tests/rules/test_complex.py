@@ -472,14 +472,60 @@ def test_a_loss_that_depends_on_an_eigenvectors_phase_is_refused(eig):
         mutagrad.grad(lambda a: np.sum(np.real(eig(a)[1])))(M)
 
 
-def test_a_users_rule_refuses_complex_values_naming_it():
+def test_a_users_rule_refuses_complex_values_naming_it_and_the_opt_in():
     @mutagrad.primitive
     def double(x):
         return x * 2
 
     mutagrad.defvjp(double, lambda g, ans, x: g * 2)
-    with pytest.raises(mutagrad.NotDifferentiableError, match=r"^double has no derivative rule"):
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"^double has no derivative rule") \
+            as refused:  # fmt: skip
         mutagrad.grad(lambda z: np.abs(double(z)) ** 2)(1 + 1j)
+    assert "defvjp(..., handles_complex=True)" in str(refused.value)
+
+    @mutagrad.primitive
+    def tripled(x):
+        return x * 3
+
+    @mutagrad.rrule(tripled)
+    def _(x):
+        return tripled(x), lambda dy: (dy * 3,)
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match=r"rrule for tripled") as refused:
+        mutagrad.grad(lambda z: np.abs(tripled(z)) ** 2)(1 + 1j)
+    assert "handles_complex=True" in str(refused.value)
+    # (mutagrad's own rules are not the user's to mark: their refusal does not suggest it)
+    with pytest.raises(mutagrad.NotDifferentiableError) as refused:
+        mutagrad.grad(lambda z: np.sum(np.abs(np.interp([0.5], [0.0, 1.0], z))))(ROW[:2])
+    assert "handles_complex" not in str(refused.value)
+
+
+def test_a_users_rule_that_declares_complex_values_is_used_for_them():
+    # A holomorphic rule (JAX's convention: the vjp multiplies by f'(z), no conjugate) and
+    # one with a conjugate (the vjp of conj is conj of the cotangent), checked against
+    # complex central differences.
+    @mutagrad.primitive
+    def cube(z):
+        return z**3
+
+    mutagrad.defvjp(cube, lambda g, ans, z: g * 3 * z**2, reads=((0,),), handles_complex=True)
+
+    @mutagrad.primitive
+    def conjugated(z):
+        return np.conj(z)
+
+    @mutagrad.rrule(conjugated, handles_complex=True)
+    def _(z):
+        return np.conj(z), lambda dy: (np.conj(dy),)
+
+    def f(z):
+        return np.sum(np.abs(cube(z) + 2j * conjugated(z)) ** 2)
+
+    check_gradient(f, Z)
+    check_rule(cube, Z)
+    assert mutagrad.grad(lambda z: np.abs(cube(z)) ** 2)(1 + 1j) == pytest.approx(
+        mutagrad.grad(lambda z: np.abs(z**3) ** 2)(1 + 1j)
+    )
 
 
 @pytest.mark.parametrize(

@@ -1041,9 +1041,10 @@ def check_complex(
         return
     if dtype.kind == "c" or any(n is not None and n.dtype.kind == "c" for n in inputs):
         # (a user's rule and SciPy's are named as they are; numpy's get np.)
-        numpy_rule = getattr(rule, "trusted", True) and not rule.name.startswith("scipy.")
+        trusted = getattr(rule, "trusted", True)
+        numpy_rule = trusted and not rule.name.startswith("scipy.")
         name = f"np.{rule.name}" if numpy_rule else rule.name
-        raise NotDifferentiableError(complex_message(operation or name, site))
+        raise NotDifferentiableError(complex_message(operation or name, site, not trusted))
 
 
 def refuse_complex_tangent(dtype: np.dtype, operation: str, site: Site | None) -> None:

@@ -404,13 +404,23 @@ def complex_tangent_message(operation: str, site: Site | None) -> str:
     )
 
 
-def complex_message(operation: str, site: Site | None) -> str:
-    """A complex value reaching a rule not written for complex values."""
+def complex_message(operation: str, site: Site | None, users_rule: bool = False) -> str:
+    """A complex value reaching a rule not written for complex values (``users_rule``: one
+    registered with defvjp or rrule, which can declare itself right for them)."""
+    opt_in = (
+        "; or, if the rule's vjps are right for complex values in JAX's convention (the "
+        "transpose of the derivative, the gradient of a real f being df/dx - i df/dy), "
+        "register it with handles_complex=True (defvjp(..., handles_complex=True), "
+        "rrule(fn, handles_complex=True))"
+        if users_rule
+        else ""
+    )
     return (
         f"{operation} has no derivative rule for complex values yet, and it met a complex "
         f"value that depends on a differentiated input, at\n{format_site(site)}\n"
         "mutagrad differentiates complex code only through rules written and tested for "
         "complex values, rather than give a gradient a real-only rule may get wrong.\n"
         "Fix: write this step in real arithmetic (np.real(z), np.imag(z) and real "
-        "operations), or pass mutagrad.ignore_derivatives(z) if no gradient should flow here."
+        "operations), or pass mutagrad.ignore_derivatives(z) if no gradient should flow "
+        f"here{opt_in}."
     )
