@@ -730,6 +730,16 @@ def holomorphic_derivative_of_a_function_that_is_not():
 
 
 @trigger
+def holomorphic_jacobian_of_a_function_that_is_not():
+    mutagrad.jacobian(lambda z: np.conj(z) * z, holomorphic=True)(np.array([1 + 2j, 3j]))
+
+
+@trigger
+def holomorphic_jacobian_of_a_real_argument():
+    mutagrad.jacobian(lambda x: x * 1j, holomorphic=True)(X)
+
+
+@trigger
 def holomorphic_derivative_of_a_real_argument():
     mutagrad.grad(lambda z: z * z, holomorphic=True)(1.0)
 

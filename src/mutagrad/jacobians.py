@@ -40,7 +40,7 @@ from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
 from mutagrad.params import Grads
 from mutagrad.traced import array
-from mutagrad.traced.value import WrappedValue, node_of
+from mutagrad.traced.value import WrappedValue, node_of, unwrap
 
 WithJacobian = namedtuple("WithJacobian", ["val", "grad"])
 WithJacobian.__doc__ = "``(val, grad)``: the value of ``f`` and one Jacobian per argument."
@@ -62,7 +62,7 @@ def _argument_kind(x: Any) -> str:
 
 
 def _output(
-    call: GradientCall, out: Any, caller: str
+    call: GradientCall, out: Any, caller: str, holomorphic: bool = False
 ) -> tuple[Node | None, tuple[int, ...], np.dtype]:
     """The output's node (None for a constant), shape and dtype.
 
@@ -95,7 +95,7 @@ def _output(
             "count, an index).\n"
             "Fix: return the quantity itself, e.g. x rather than x > 0."
         )
-    if dtype.kind == "c" and (node is not None or call.inputs_active()):
+    if dtype.kind == "c" and not holomorphic and (node is not None or call.inputs_active()):
         raise NotDifferentiableError(complex_jacobian_message(caller))
     return node, shape, dtype
 
@@ -138,14 +138,15 @@ def _jacobians(
     nodes: list[Node | None],
     kinds: list[str],
     caller: str,
+    holomorphic: bool = False,
 ) -> list[Any]:
     """One sweep per output element; the Jacobian of each target (None for kind _NONE).
 
     At top level the rows are written into preallocated matrices; inside an
     enclosing gradient call (a Hessian's outer call) they are traced values,
-    stacked on the outer tape.
+    stacked on the outer tape. ``holomorphic``: see :func:`_check_holomorphic_rows`.
     """
-    out_node, out_shape, out_dtype = _output(call, out, caller)
+    out_node, out_shape, out_dtype = _output(call, out, caller, holomorphic)
     rows = int(np.prod(out_shape, dtype=np.int64))
     seed_dtype = cotangent_dtype(out_dtype)
     sizes = [int(np.size(t._raw if isinstance(t, WrappedValue) else t)) for t in targets]
@@ -186,7 +187,58 @@ def _jacobians(
             None if kind == _NONE else _stack_rows(traced_rows[i], sizes[i], dtypes[i])
             for i, kind in enumerate(kinds)
         ]
+    if holomorphic:
+        _check_holomorphic_rows(call, out_node, out_shape, seed_dtype, targets, nodes, kinds,
+                                results, caller)  # fmt: skip
     return [r[:, 0] if kind == _VECTOR and r is not None else r for r, kind in zip(results, kinds)]
+
+
+def _check_holomorphic_rows(
+    call: GradientCall,
+    out_node: Node | None,
+    out_shape: tuple[int, ...],
+    seed_dtype: np.dtype,
+    targets: list[Any],
+    nodes: list[Node | None],
+    kinds: list[str],
+    results: list[Any],
+    caller: str,
+) -> None:
+    """Refuse ``holomorphic=True`` for real arguments, or where ``f`` is not holomorphic.
+
+    Row ``k`` is the pullback ``L`` of the one-hot seed ``e_k``: ``df_k/dz`` when ``f`` is
+    holomorphic, which is exactly when ``L(1j * c) = 1j * L(c)`` for every ``c``. ``L`` is
+    real-linear, so one sweep of ``1j * c``, ``c`` a random real combination of the
+    ``e_k``, compared with ``1j`` times the same combination of the rows, finds any part
+    of ``L`` that is not complex-linear (but on a set of ``c`` of measure zero).
+    """
+    if any(n is not None and n.dtype.kind != "c" for n in nodes) or call.param_nodes:
+        raise NotDifferentiableError(
+            f"{caller}(..., holomorphic=True) differentiates a complex function of complex "
+            "arguments, but an argument is real.\n"
+            "Fix: pass complex arguments (x.astype(complex)), or drop holomorphic=True for "
+            "a real-valued f."
+        )
+    if out_node is None or not any(n is not None for n in nodes):
+        return
+    weights = np.random.default_rng(0).standard_normal(int(np.prod(out_shape, dtype=np.int64)))
+    turned = call.sweep(out_node, (1j * weights).reshape(out_shape).astype(seed_dtype))
+    assert turned is not None  # (a sweep from a node)
+    for target, node, kind, rows in zip(targets, nodes, kinds, results):
+        if node is None or kind == _NONE:
+            continue
+        expected = 1j * (weights @ np.asarray(unwrap(rows)))
+        got = input_gradient(target, node, turned)
+        got = np.zeros_like(expected) if got is None else np.ravel(unwrap(got))
+        scale = max(float(np.max(np.abs(unwrap(rows)), initial=0.0)), np.finfo(float).tiny)
+        if not np.all(np.abs(got - expected) <= 1e-8 * scale * max(1.0, np.abs(weights).sum())):
+            raise NotDifferentiableError(
+                f"{caller}(..., holomorphic=True): f is not holomorphic at these arguments "
+                "(its change depends on the direction of the change in z, as that of np.conj, "
+                "np.abs or z.real does), so it has no complex Jacobian df/dz.\n"
+                "Fix: take the Jacobians of np.real(f(z)) and np.imag(f(z)) (holomorphic=False), "
+                "which together are all of the derivative."
+            )
 
 
 def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
@@ -223,8 +275,13 @@ def call_with_jacobian(
     kwargs: dict[str, Any] | None,
     mode: str | None,
     caller: str,
+    holomorphic: bool = False,
 ) -> WithJacobian:
-    """:func:`withjacobian`'s work; ``caller`` is the entry point its error messages name."""
+    """:func:`withjacobian`'s work; ``caller`` is the entry point its error messages name.
+
+    ``holomorphic``: ``f`` is a complex function of complex arguments and each row is
+    ``df_k/dz`` (JAX's ``jacrev(f, holomorphic=True)``), checked to be one.
+    """
     params = implicit_parameters(f, args, caller)
     call = GradientCall(args if params is None else (), mode, params=params)
     try:
@@ -243,7 +300,7 @@ def call_with_jacobian(
                 nodes.append(call.inputs[position] if kind != _NONE else None)
                 kinds.append(kind)
                 position += count
-        jacobians = _jacobians(call, out, targets, nodes, kinds, caller)
+        jacobians = _jacobians(call, out, targets, nodes, kinds, caller, holomorphic)
     finally:
         call.finish()
     grad: Any = Grads(params, jacobians) if params is not None else tuple(jacobians)

@@ -430,6 +430,7 @@ def _jacrev(
     caller: str,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    holomorphic: bool = False,
 ) -> Any:
     selection = _Selection(f, args, kwargs, argnums, caller)
     aux = _Aux(has_aux, caller)
@@ -439,6 +440,7 @@ def _jacrev(
         None,
         mode,
         caller,
+        holomorphic,
     )
     out_shape = np.shape(value._raw if isinstance(value, WrappedValue) else value)
     # Zygote's layout (a row per output element, a column per input element) reshaped.
@@ -463,6 +465,7 @@ def jacrev(
     *,
     has_aux: bool = False,
     mode: str | None = None,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The Jacobian of ``f`` as a function, by reverse mode, in JAX's convention.
 
@@ -471,13 +474,16 @@ def jacrev(
     tuple. ``f`` returns one array or number. ``f`` runs once and the tape is
     swept once per element of its output. With ``has_aux=True``, ``f``
     returns ``(out, aux)`` and the result is ``(jacobian, aux)``.
+    ``holomorphic=True``: ``f`` is a complex function of complex arguments, and
+    the result is the complex Jacobian ``df/dz`` (one sweep more checks that ``f``
+    is holomorphic there; without it, complex outputs are refused, as JAX's).
     """
     _positions(argnums, "jacrev")
 
     @api_boundary
     @functools.wraps(f)
     def jacobian_of_f(*args: Any, **kwargs: Any) -> Any:
-        return _jacrev(f, argnums, has_aux, mode, "jacrev", args, kwargs)
+        return _jacrev(f, argnums, has_aux, mode, "jacrev", args, kwargs, holomorphic)
 
     jacobian_of_f.__doc__ = _transform_name(f, "Jacobian")
     return jacobian_of_f
@@ -559,6 +565,7 @@ def jacobian(
     argnums: Argnums | None = None,
     has_aux: bool = False,
     mode: str | None = None,
+    holomorphic: bool = False,
     **kwargs: Any,
 ) -> Any:
     """``jacobian(f)`` is :func:`jacrev`; ``jacobian(f, *args)`` is Zygote's jacobian.
@@ -566,20 +573,23 @@ def jacobian(
     The transform (JAX's and autograd's ``jacobian``) gives ``out.shape +
     in.shape``; Zygote's form computes at once and gives, per argument, a
     matrix with a row per output element and a column per input element
-    (see :func:`mutagrad.jacobians.withjacobian`).
+    (see :func:`mutagrad.jacobians.withjacobian`). ``holomorphic=True``, in
+    both forms: the complex Jacobian ``df/dz`` of a holomorphic ``f`` (see
+    :func:`jacrev`).
     """
     if args:
         _refuse_mixed_forms("jacobian", argnums, has_aux)
         if not _looks_like_argnums(args):
-            return call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
+            return call_with_jacobian(f, args, kwargs, mode, "jacobian", holomorphic).grad
         try:
-            result = call_with_jacobian(f, args, kwargs, mode, "jacobian").grad
+            result = call_with_jacobian(f, args, kwargs, mode, "jacobian", holomorphic).grad
         except Exception as error:
             raise _zygote_call_failed("jacobian", args, error) from error
         return _computed_at(result, "jacobian", args)
     if kwargs:
         raise TypeError(f"jacobian(f) takes no keyword arguments for f: {sorted(kwargs)}")
-    return jacrev(f, 0 if argnums is None else argnums, has_aux=has_aux, mode=mode)
+    return jacrev(f, 0 if argnums is None else argnums, has_aux=has_aux, mode=mode,
+                  holomorphic=holomorphic)  # fmt: skip
 
 
 @api_boundary

@@ -721,3 +721,30 @@ def test_every_rule_that_handles_complex_values_is_checked_here():
 def test_complex_factorizations_to_second_order(f, a):
     check_gradient(f, a)
     _second_order(f, a)
+
+
+@pytest.mark.parametrize(
+    "jacobian",
+    [lambda f, z: mutagrad.jacobian(f, holomorphic=True)(z),
+     lambda f, z: mutagrad.jacrev(f, holomorphic=True)(z),
+     lambda f, z: np.reshape(mutagrad.jacobian(f, z, holomorphic=True)[0],
+                             np.shape(f(z)) + np.shape(z))],
+    ids=["jacobian", "jacrev", "zygote"],
+)  # fmt: skip
+def test_the_complex_jacobian_of_a_holomorphic_function(jacobian):
+    def f(z):
+        return np.exp(np.matmul(M, z)) * z[0] + np.linalg.solve(N, z) ** 2
+
+    # df_k/dz_j by complex central differences along the real axis (f is holomorphic)
+    step = 1e-6
+    expected = np.stack([(f(ROW + step * e) - f(ROW - step * e)) / (2 * step)
+                         for e in np.eye(3)], axis=-1)[:2]  # fmt: skip
+    got = jacobian(lambda z: f(z)[:2], ROW)
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8)
+    assert jacobian(lambda z: z**3, 1 + 2j) == pytest.approx(3 * (1 + 2j) ** 2)
+    for not_holomorphic in (lambda z: np.conj(z) * z, lambda z: np.abs(z) + 0j,
+                            lambda z: np.exp(z) + 1e-3 * np.conj(z[::-1])):  # fmt: skip
+        with pytest.raises(mutagrad.NotDifferentiableError, match="not holomorphic at these"):
+            jacobian(not_holomorphic, ROW)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="but an argument is real"):
+        jacobian(lambda x: x * 1j, ROW.real)

@@ -387,8 +387,8 @@ def complex_jacobian_message(what: str) -> str:
         "output (JAX's jacrev refuses it too, unless f is holomorphic).\n"
         "Fixes:\n"
         "  - the Jacobians of np.real(f(z)) and np.imag(f(z)), which together are all of it;\n"
-        "  - for f'(z) of a holomorphic f of one complex number, "
-        "mutagrad.grad(f, holomorphic=True);\n"
+        "  - for the complex Jacobian df/dz of a holomorphic f, "
+        "mutagrad.jacobian(f, holomorphic=True) (jacrev too; grad for one number);\n"
         "  - for vector-Jacobian products with cotangents of your choice, mutagrad.vjp(f, z)."
     )
 
