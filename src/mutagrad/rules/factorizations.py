@@ -33,7 +33,7 @@ import numpy as np
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
-from mutagrad.traced.value import any_active, unwrap, wrap_constant
+from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
 
 _NoValue = np._NoValue
 
@@ -171,6 +171,7 @@ def svd_vjp(g, ans, a, full_matrices=True):
     m, n = np.shape(a)[-2:]
     k = min(m, n)
     u, s, vh = (_factor(ans, i, m, n, full_matrices) for i in range(3))
+    # (s_bar: the real part, as _factor takes it: the S slot holds real numbers)
     u_bar, s_bar, vh_bar = (_factor(g, i, m, n, full_matrices) for i in range(3))
     if full_matrices:
         if m > k:
@@ -179,6 +180,12 @@ def svd_vjp(g, ans, a, full_matrices=True):
             _refuse_arbitrary_basis(vh_bar[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
         u, u_bar, vh, vh_bar = u[..., :k], u_bar[..., :k], vh[..., :k, :], vh_bar[..., :k, :]
     conj_u, conj_vh = conjugate_if_complex(u), conjugate_if_complex(vh)
+    s_only = np.matmul(conj_u * np.expand_dims(s_bar, -2), conj_vh)
+    if not any(isinstance(b, WrappedValue) or np.any(b) for b in (u_bar, vh_bar)):
+        # A loss of the singular values alone: the vectors' terms are linear in their
+        # cotangents, which are constant zeros here (not traced, so nothing differentiates
+        # them), and would only add zeros.
+        return s_only
     p = np.matmul(_mT(u), u_bar)
     q = conjugate_if_complex(np.matmul(vh, _mT(vh_bar)))
     refuse_phase_dependence(p, "np.linalg.svd", q)
@@ -186,11 +193,10 @@ def svd_vjp(g, ans, a, full_matrices=True):
     left, right = gaps * p, gaps * q
     row, column = np.expand_dims(s, -2), np.expand_dims(s, -1)
     inner = (left + adjoint(left)) * row + column * (right + adjoint(right))
-    diagonal = np.real(s_bar)  # (the S slot holds real numbers, whatever the array's dtype)
     if np.result_type(p).kind == "c":
-        diagonal = diagonal + 1j * np.imag(np.diagonal(p, axis1=-2, axis2=-1)) / s
-    inner = inner + np.expand_dims(diagonal, -1) * np.eye(k)
-    result = np.matmul(conj_u, np.matmul(inner, conj_vh))
+        phase = 1j * np.imag(np.diagonal(p, axis1=-2, axis2=-1)) / s
+        inner = inner + np.expand_dims(phase, -1) * np.eye(k)
+    result = s_only + np.matmul(conj_u, np.matmul(inner, conj_vh))
     if m > k:
         outside = (u_bar - np.matmul(conj_u, p)) / row
         result = result + np.matmul(outside, conj_vh)
