@@ -66,11 +66,13 @@ _INTERNAL_PREFIXES = (
     *_library_dirs("scipy"),
     "<__array_function__",
 )
-# Code already classified: machinery (skipped by the walk), or the user's,
-# with bytecode offset -> its site. A loop records the same few sites
-# thousands of times; every node shares one tuple per call site.
-_internal_code: set[CodeType] = set()
-_user_sites: dict[CodeType, dict[int, Site]] = {}
+# Code already classified, by id: the code itself (held, so that its id is not
+# reused) and None for machinery (skipped by the walk), or for the user's code its
+# table of bytecode offset -> site. A loop records the same few sites thousands of
+# times; every node shares one tuple per call site. (Keyed by id: hashing a code
+# object hashes its name, bytecode, constants and names, about 10% of a traced
+# np.mean's instructions when the walk passes numpy's and mutagrad's frames.)
+_classified: dict[int, tuple[CodeType, dict[int, Site] | None]] = {}
 
 
 def user_site(depth: int = 2) -> Site | None:
@@ -82,9 +84,8 @@ def user_site_from(frame: FrameType | None) -> Site | None:
     """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
     while frame is not None:
         code = frame.f_code
-        sites = _user_sites.get(code)
-        if sites is None and code not in _internal_code:
-            sites = _classify(code)
+        known = _classified.get(id(code))
+        sites = known[1] if known is not None else _classify(code)
         if sites is not None:
             offset = frame.f_lasti
             site = sites.get(offset)
@@ -111,19 +112,24 @@ def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
     each frame was when it was taken.
     """
     for code, offset in stack:
-        if code in _internal_code:
-            continue
-        if code in _user_sites or _classify(code) is not None:
+        if _user_sites_of(code) is not None:
             return (code, offset)
     return None
 
 
 def _classify(code: CodeType) -> dict[int, Site] | None:
     """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
-    if code.co_filename.startswith(_INTERNAL_PREFIXES):
-        _internal_code.add(code)
-        return None
-    return _user_sites.setdefault(code, {})
+    sites: dict[int, Site] | None = (
+        None if code.co_filename.startswith(_INTERNAL_PREFIXES) else {}
+    )
+    _classified[id(code)] = (code, sites)
+    return sites
+
+
+def _user_sites_of(code: CodeType) -> dict[int, Site] | None:
+    """The table of sites of the user's ``code``; None for machinery."""
+    known = _classified.get(id(code))
+    return known[1] if known is not None else _classify(code)
 
 
 def site_line(site: Site | None) -> int | None:
@@ -249,8 +255,7 @@ def expression_at(site: Site | None) -> ast.expr | None:
 
 def is_user_frame(frame: FrameType) -> bool:
     """Whether ``frame`` runs the user's code (not mutagrad's machinery or numpy's)."""
-    code = frame.f_code
-    return code in _user_sites or (code not in _internal_code and _classify(code) is not None)
+    return _user_sites_of(frame.f_code) is not None
 
 
 def with_article(word: str) -> str:

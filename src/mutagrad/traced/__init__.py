@@ -36,6 +36,7 @@ from mutagrad.traced.value import (
     WrappedValue,
     holds_wrapped,
     is_active,
+    refuse_missing_ndarray_attributes,
     stack_sequence,
     traced_handle,
 )
@@ -60,6 +61,10 @@ WrappedArray.fill = methods.fill  # type: ignore[method-assign]
 WrappedArray.partition = methods.partition  # type: ignore[method-assign]
 WrappedArray.setfield = methods.setfield  # type: ignore[method-assign]
 WrappedArray.flat = property(flat.flat_iterator, flat.set_flat)  # type: ignore[assignment]
+
+# Every public ndarray attribute the types still lack is refused by name.
+refuse_missing_ndarray_attributes(WrappedArray)
+refuse_missing_ndarray_attributes(WrappedScalar)
 
 register_traced_type(WrappedValue, dispatch.apply, traced_handle, traced_densify, region_tangents)
 

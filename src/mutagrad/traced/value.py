@@ -383,7 +383,7 @@ class WrappedValue:
 
     # -- methods ---------------------------------------------------------------
     #
-    # Every public attribute of np.ndarray is here (or refused by __getattr__),
+    # Every public attribute of np.ndarray is here (or refused by RefusedAttribute),
     # with the ndarray method's parameters, passed on to the numpy function of
     # the same name; np._NoValue marks a keyword the caller did not give, as in
     # numpy's own functions. array/methods.py holds the ones that take more.
@@ -589,13 +589,6 @@ class WrappedValue:
     def __class_getitem__(cls, item: Any) -> GenericAlias:  # WrappedArray[...] in annotations
         return GenericAlias(cls, item)
 
-    def __getattr__(self, name: str) -> Any:
-        # Reached for a name the class does not define (and when a property raises
-        # AttributeError, so refused attributes such as x.ctypes live here, not in
-        # properties). Optional dunders that numpy, copy and pickle probe for
-        # (__array_interface__, __array_struct__, __setstate__) must look absent:
-        # a plain AttributeError.
-        raise missing_attribute(self, name)
 
 
 class WrappedArray(WrappedValue):
@@ -822,8 +815,39 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
 # The attributes that take more than a numpy call.
 
 
+class RefusedAttribute:
+    """A public ndarray attribute a traced type does not provide: reading it raises the
+    refusal that names it (:func:`missing_attribute`).
+
+    A descriptor per name rather than ``__getattr__``: a class with
+    ``__getattr__`` keeps CPython from specialising attribute loads on its
+    instances, and every traced operation reads ``_raw``, ``_node`` and
+    ``_base`` (a third of a traced ``np.mean``'s attribute loads took the slow
+    path). Other names, and the optional dunders numpy, copy and pickle probe
+    for (``__array_interface__``, ``__setstate__``), are plainly absent.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, w: WrappedValue | None, owner: type | None = None) -> Any:
+        if w is None:  # the class itself, as for any attribute it lacks
+            raise AttributeError(self.name)
+        raise missing_attribute(w, self.name)
+
+
+def refuse_missing_ndarray_attributes(cls: type) -> None:
+    """Give ``cls`` a :class:`RefusedAttribute` for each public ndarray attribute it lacks
+    (once every method is bound: see :mod:`mutagrad.traced`)."""
+    for name in sorted(NDARRAY_ATTRIBUTES):
+        if not any(name in vars(k) for k in cls.__mro__):
+            setattr(cls, name, RefusedAttribute(name))
+
+
 def missing_attribute(w: WrappedValue, name: str) -> AttributeError:
-    """What ``w.name`` raises when the class defines no ``name``."""
+    """What ``w.name`` raises when its class does not provide ``name``."""
     if name == "ctypes":
         return refused(
             "x.ctypes",
