@@ -1,5 +1,8 @@
 """How fast workload 3 at N=30 could be on a Python tape: ``python -m benchmarks.floor``.
 
+``--instructions`` counts instructions per call instead (valgrind's callgrind, see
+:mod:`benchmarks.instructions`): the same comparison without the machine's noise.
+
 Issue 6 asks for the vectorised mse at N=30 in half of PyTorch's time. This
 script measures, in one process and interleaved, four ways of computing
 that gradient: numpy by hand (the floor of numpy's own work), a minimal
@@ -76,7 +79,51 @@ def by_hand(y: np.ndarray, yh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return g, -g
 
 
+# The same four computations for ``--instructions``: setup code and the call, counted
+# by benchmarks.instructions (callgrind) in a fresh process each.
+_SETUP = (
+    "import sys; sys.path.insert(0, {root!r})\n"
+    "from benchmarks.floor import by_hand, minimal_gradient\n"
+    "rng = np.random.default_rng(0); y, yh = rng.random(30), rng.random(30)\n"
+    "f = lambda a, b: np.mean((a - b) ** 2)\n"
+)
+_TORCH_SETUP = (
+    "import torch; torch.set_num_threads(1)\n"
+    "ty, tyh = (torch.tensor(v, requires_grad=True) for v in (y, yh))\n"
+)
+_COUNTED = {
+    "numpy by hand": ("", "by_hand(y, yh)"),
+    "minimal tape": ("", "minimal_gradient(y, yh)"),
+    "mutagrad": ("", "mutagrad.gradient(f, y, yh)"),
+    "torch": (_TORCH_SETUP, "torch.autograd.grad(((ty - tyh) ** 2).mean(), (ty, tyh))"),
+}
+
+
+def count_instructions() -> None:
+    """Print instructions per call of each computation (torch when installed)."""
+    from pathlib import Path
+
+    from benchmarks.instructions import per_call
+
+    root = str(Path(__file__).resolve().parent.parent)
+    counts = {}
+    for name, (extra, call) in _COUNTED.items():
+        if name == "torch":
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                continue
+        counts[name] = per_call(_SETUP.format(root=root) + extra, call)
+    tape = counts["minimal tape"]
+    print("vectorised mse, N=30: instructions per call (callgrind)")
+    for name, n in counts.items():
+        print(f"  {name:14s} {n:10,.0f}  {n / tape:5.2f}x the minimal tape")
+
+
 def main() -> None:
+    if "--instructions" in sys.argv[1:]:
+        count_instructions()
+        return
     rng = np.random.default_rng(0)
     y, yh = rng.random(30), rng.random(30)
     expected = by_hand(y, yh)

@@ -595,13 +595,30 @@ def test_every_public_ndarray_name(name):
 
 
 def test_an_ndarray_attribute_nobody_checked_is_refused_by_name(monkeypatch):
-    # As if a later numpy added ndarray.frobnicate, which WrappedArray does not define.
+    # As if the installed numpy had ndarray.frobnicate, which WrappedArray does not define:
+    # the names are the installed numpy's, read when mutagrad.traced is imported.
     monkeypatch.setattr(array_value, "NDARRAY_ATTRIBUTES",
                         array_value.NDARRAY_ATTRIBUTES | {"frobnicate"})  # fmt: skip
+    array_value.refuse_missing_ndarray_attributes(WrappedArray)
+    try:
+        w = mutagrad.array(X)
+        with pytest.raises(mutagrad.UnsupportedAttributeError, match=r"x\.frobnicate"):
+            w.frobnicate()
+        assert not hasattr(w, "frobnicate")
+        assert not hasattr(WrappedArray, "frobnicate")
+        with pytest.raises(AttributeError, match="frobnicat"):
+            w.frobnicat  # noqa: B018  # a name numpy does not have: plainly absent
+    finally:
+        del WrappedArray.frobnicate
+
+
+def test_every_ndarray_attribute_is_provided_or_refused_by_name():
     w = mutagrad.array(X)
-    with pytest.raises(mutagrad.UnsupportedAttributeError, match=r"x\.frobnicate"):
-        w.frobnicate()
-    assert not hasattr(w, "frobnicate")
+    for name in sorted(array_value.NDARRAY_ATTRIBUTES):
+        try:
+            getattr(w, name)
+        except mutagrad.UnsupportedAttributeError as error:
+            assert f"x.{name}" in str(error)
 
 
 def test_dunders_numpy_and_python_use():
