@@ -379,7 +379,7 @@ def test_an_rrule_works_forward_by_transposing_its_pullback():
     check_forward_mode(f)
 
 
-def test_an_rrule_whose_pullback_cannot_be_transposed_is_refused_by_name():
+def test_an_rrule_whose_pullback_writes_a_raw_array_works_forward_row_by_row():
     @mg.primitive
     def twice(x):
         return 2 * x
@@ -387,17 +387,38 @@ def test_an_rrule_whose_pullback_cannot_be_transposed_is_refused_by_name():
     @mg.rrule(twice)
     def twice_rule(x):
         def back(g):
-            out = np.zeros(6)  # a raw array written with the traced cotangent
+            out = np.zeros(6)  # a raw array written with the cotangent: not traceable
             out[:] = 2 * g
             return (out,)
 
         return 2 * x, back
 
-    with pytest.raises(mg.MissingForwardRuleError, match="twice"):
-        mg.jvp(lambda x: twice(x) + x, (X,), (np.ones(6),))
-    # under another level (a Hessian through it) an rrule is refused too
+    check_forward_mode(lambda x: twice(x) * x)
+    # under another level (a Hessian through it) an rrule is refused by name
     with pytest.raises(mg.MutagradError, match="twice"):
         mg.jvp(mg.grad(lambda x: np.sum(twice(x) ** 2)), (X,), (np.ones(6),))
+
+
+def test_an_rrule_whose_pullback_is_malformed_is_refused_by_name():
+    @mg.primitive
+    def halved(x):
+        return x / 2
+
+    @mg.rrule(halved)
+    def halved_rule(x):
+        return x / 2, lambda g: (g / 2, g / 2)  # two cotangents for one argument
+
+    with pytest.raises(mg.MissingForwardRuleError, match="halved"):
+        mg.jvp(lambda x: halved(x) + x, (X,), (np.ones(6),))
+
+
+def test_jacfwd_of_an_integer_result_of_an_integer_argument_is_jacrevs():
+    x = np.array([7, 11])
+    f = lambda x: np.sum(x**2)  # noqa: E731
+    np.testing.assert_array_equal(mg.jacfwd(f)(x), mg.jacrev(f)(x))
+    np.testing.assert_array_equal(mg.jacfwd(f)(x), [14.0, 22.0])
+    with pytest.raises(mg.NotDifferentiableError, match="integer or boolean"):
+        mg.jacfwd(lambda x: np.sum(x > 1.0))(X)
 
 
 def test_a_rule_without_a_forward_rule_is_refused_by_name():

@@ -1,8 +1,8 @@
 """mutagrad's command line: ``python -m mutagrad report`` (also the ``mutagrad`` script).
 
 ``report`` differentiates every program of a corpus (by default the bundled
-one, :mod:`mutagrad.report.programs`) in strict, poison and snapshot mode, and
-runs it unchanged on every installed peer AD system (JAX, autograd, MyGrad;
+one, :mod:`mutagrad.report.programs`) in strict, poison, snapshot and forward mode,
+and runs it unchanged on every installed peer AD system (JAX, autograd, MyGrad;
 ``--engines`` chooses), compares each value with plain numpy and each
 gradient with central finite differences, classifies poison errors as genuine
 or false alarms, measures time, memory and bytes copied, prints the headline
@@ -179,9 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="compare strict (Zygote's rule), poison and snapshot mode, and peer AD systems, "
         "on a corpus",
-        description="Differentiate every program of a corpus in strict, poison and snapshot "
-        "mode and on the installed peer AD systems (JAX, autograd, MyGrad), each running the "
-        "program unchanged; compare each value with plain numpy and each gradient with central "
+        description="Differentiate every program of a corpus in strict, poison, snapshot and "
+        "forward mode and on the installed peer AD systems (JAX, autograd, MyGrad), each running "
+        "the program unchanged; compare each value with plain numpy and each gradient with central "
         "finite differences, classify poison errors as genuine or false alarms, measure time, "
         "memory and bytes copied, print a summary and write index.html, report.md and "
         "results.json.",
@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--engines",
         metavar="LIST",
-        help="comma-separated engines to run: mutagrad (its three modes; required) and "
+        help="comma-separated engines to run: mutagrad (its three modes and forward mode; "
+        "required) and "
         f"peers among {', '.join(PEERS)} (default: mutagrad and every installed peer; "
         f"install them with {PEERS_EXTRA_HINT})",
     )

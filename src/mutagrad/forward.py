@@ -323,6 +323,24 @@ def _check_output(out: Any, caller: str, rest: list[Any]) -> None:
     )
 
 
+def _check_derivative_carried(out: Any) -> None:
+    """Refuse an integer or boolean output without a tangent, as jacrev refuses one without
+    a node: a comparison, a count, an index has no derivative. (An integer result of
+    arithmetic on a differentiated integer argument, x**2, carries one in both modes.)"""
+    data = out._raw if isinstance(out, WrappedValue) else out
+    if not isinstance(data, (bool, int, np.ndarray, np.generic)):
+        return  # (no number at all: refused once the output is read)
+    if not isinstance(out, (bool, np.bool_)) and np.result_type(data).kind not in "biu":
+        return
+    if isinstance(out, WrappedValue) and tangent_of(out, STATE.get()) is not None:
+        return
+    raise NotDifferentiableError(
+        "jacfwd needs f to return floating-point values, but it returned an integer or "
+        "boolean result, which has no derivative (a comparison, a count, an index).\n"
+        "Fix: return the quantity itself, e.g. x rather than x > 0."
+    )
+
+
 def _out_major(j: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> Any:
     """A direction-major Jacobian ``(n,) + out_shape`` as ``out_shape + in_shape``."""
     n = int(np.prod(in_shape, dtype=np.int64))
@@ -336,18 +354,14 @@ def _jacfwd(
 ) -> Any:  # fmt: skip
     selection = _Selection(f, args, kwargs, argnums, "jacfwd")
     aux = _Aux(has_aux, "jacfwd")
-    out, jacobians = _jacobians(
-        lambda *leaves: aux.value_of(selection.call(*leaves)), selection.leaves, "jacfwd"
-    )
+
+    def differentiated(*leaves: Any) -> Any:
+        out = aux.value_of(selection.call(*leaves))
+        _check_derivative_carried(out)
+        return out
+
+    out, jacobians = _jacobians(differentiated, selection.leaves, "jacfwd")
     out_shape = np.shape(out._raw if isinstance(out, WrappedValue) else out)
-    if isinstance(out, (bool, np.bool_)) or np.result_type(
-        out._raw if isinstance(out, WrappedValue) else out
-    ).kind in "biu":
-        raise NotDifferentiableError(
-            "jacfwd needs f to return floating-point values, but it returned an integer or "
-            "boolean result, which has no derivative (a comparison, a count, an index).\n"
-            "Fix: return the quantity itself, e.g. x rather than x > 0."
-        )
     result = selection.per_argument([
         None if j is None else _out_major(j, np.shape(_data(leaf)), out_shape)
         for leaf, j in zip(selection.leaves, jacobians)

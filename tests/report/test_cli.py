@@ -186,10 +186,10 @@ def test_a_narrow_terminal_gets_the_table_cut_to_fit(capsys):
     programs = load_corpus(str(SMALL_CORPUS))
     report = run_report(programs, repeats=1, sample_seconds=1e-4, progress=io.StringIO())
     whole = render_text(report).split("\n\n")[1].splitlines()
-    cut = render_text(report, width=60).split("\n\n")[1].splitlines()
-    assert max(len(line) for line in whole) > 60
-    assert all(len(line) <= 60 for line in cut[:-1])
-    assert "…" in "\n".join(cut) and cut[-1].startswith("(cells cut to fit 60 columns")
+    cut = render_text(report, width=70).split("\n\n")[1].splitlines()
+    assert max(len(line) for line in whole) > 70
+    assert all(len(line) <= 70 for line in cut[:-1])
+    assert "…" in "\n".join(cut) and cut[-1].startswith("(cells cut to fit 70 columns")
     for short, full in zip(cut[2:-1], whole[2:], strict=True):  # every row, names cut at most
         assert full.startswith(short.split()[0].rstrip("…"))
 

@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from mutagrad.__main__ import main
-from mutagrad.report import REPORT_FILES, SCHEMA, Outcome, load_corpus, render_html, run_report
+from mutagrad.report import (
+    MODES,
+    REPORT_FILES,
+    SCHEMA,
+    Outcome,
+    load_corpus,
+    render_html,
+    run_report,
+)
 
 SMALL_CORPUS = Path(__file__).with_name("small_corpus.py")
 NAMES = ["fresh buffer", "fill after x*x", "rewrite same value", "pure"]
@@ -52,9 +60,11 @@ def test_terminal_headline_states_the_counts(written):
     lines = text.splitlines()
     assert lines[0].startswith("4 programs and ")  # the lead: what was compared, the result
     assert "no mutagrad value or gradient was silently wrong (of the 4 programs, right in " \
-        "snapshot 4, poison 2, strict 1)" in lines[0]
+        "forward 4, snapshot 4, poison 2, strict 1)" in lines[0]
     assert lines[1].startswith("- The 4 programs: 3 write arrays in place, 1 do not")
-    assert "strict 1/4, poison 2/4, snapshot 4/4" in text
+    assert "strict 1/4, poison 2/4, snapshot 4/4, forward 4/4" in text
+    assert "Forward mode (jacfwd, every direction in one run) accepts 4 of the 4 programs, " \
+        "against strict 1, poison 2, snapshot 4." in text
     assert "Poison errors: 2, of which 1 genuine" in text
     assert "1 false alarms (the gradient would have been right: rewrite same value)" in text
     assert "Times are medians of each call's samples" in text
@@ -64,13 +74,14 @@ def test_terminal_headline_states_the_counts(written):
 def test_terminal_table_has_a_row_per_program_and_a_column_per_mode(written):
     _, text, _ = written
     table = text.split("\n\n")[1].splitlines()
-    assert table[0].split()[:5] == ["program", "category", "strict", "poison", "snapshot"]
+    assert table[0].split()[:6] == [
+        "program", "category", "strict", "poison", "snapshot", "forward"]  # fmt: skip
     rows = {name: line for line in table[2:] for name in NAMES if line.startswith(name + " ")}
     assert set(rows) == set(NAMES)
-    assert "MutationError" in rows["fresh buffer"] and rows["fresh buffer"].count(" ok") == 2
+    assert "MutationError" in rows["fresh buffer"] and rows["fresh buffer"].count(" ok") == 3
     assert "Poisoned (genuine)" in rows["fill after x*x"]
     assert "Poisoned (false alarm)" in rows["rewrite same value"]
-    assert rows["pure"].split()[2:5] == ["ok", "ok", "ok"]
+    assert rows["pure"].split()[2:6] == ["ok", "ok", "ok", "ok"]
 
 
 def _load(out: Path) -> dict:
@@ -93,7 +104,7 @@ def test_results_json_schema(written):
         assert isinstance(environment[key], kind), key
     assert environment["load_average"] is None or len(environment["load_average"]) == 3
     settings = data["settings"]
-    assert settings["modes"] == ["strict", "poison", "snapshot"]
+    assert settings["modes"] == ["strict", "poison", "snapshot", "forward"]
     assert settings["engines"] == ["mutagrad"] and settings["peers"] == []
     assert settings["repeats"] == 1
     assert settings["corpus"] == str(SMALL_CORPUS)
@@ -132,7 +143,7 @@ def test_results_json_schema(written):
         assert len(program["forward_sample_seconds"]) == 1
         assert program["forward_spread"] is None and program["forward_noisy"] is False
         assert program["reference_error"] is None
-        assert set(program["modes"]) == {"strict", "poison", "snapshot"}
+        assert set(program["modes"]) == {"strict", "poison", "snapshot", "forward"}
         assert program["peers"] == {}
         for mode, entry in program["modes"].items():
             assert set(entry) == set(mode_keys), mode
@@ -151,7 +162,7 @@ def test_results_json_numbers(written):
     data = _load(written[2])
     summary = data["summary"]
     assert summary["programs"] == 4 and summary["mutating"] == 3
-    assert summary["accepted"] == {"strict": 1, "poison": 2, "snapshot": 4}
+    assert summary["accepted"] == {"strict": 1, "poison": 2, "snapshot": 4, "forward": 4}
     assert summary["poison_errors"] == {
         "total": 2,
         "genuine": 1,
@@ -180,7 +191,7 @@ def test_results_json_numbers(written):
     assert "no mutagrad value or gradient was silently wrong" in summary["headline"][0]
     assert summary["by_category"]["seed"] == {
         "programs": 1,
-        "accepted": {"strict": 0, "poison": 0, "snapshot": 1},
+        "accepted": {"strict": 0, "poison": 0, "snapshot": 1, "forward": 1},
         "genuine": 1,
         "false_alarms": 0,
     }
@@ -199,7 +210,7 @@ def test_results_json_numbers(written):
     assert alarm["unchecked_max_abs_difference"] < 1e-6
     assert programs["fresh buffer"]["modes"]["snapshot"]["bytes_copied"] == 0
     for name in NAMES:
-        outcomes = [programs[name]["modes"][m]["outcome"] for m in ("strict", "poison", "snapshot")]
+        outcomes = [programs[name]["modes"][m]["outcome"] for m in MODES]
         assert "wrong" not in outcomes and "crash" not in outcomes
 
 
@@ -207,8 +218,9 @@ def test_report_md_has_headline_table_and_environment(written):
     text = (written[2] / "report.md").read_text(encoding="utf-8")
     assert text.startswith("# mutagrad report")
     assert "strict 1/4, poison 2/4, snapshot 4/4" in text
-    assert "| program | category | strict | poison | snapshot | Zygote (not measured) |" in text
-    assert "| fill after x*x | seed | MutationError | Poisoned (genuine) | ok |" in text
+    assert "| program | category | strict | poison | snapshot | forward | Zygote (not measured) |" \
+        in text
+    assert "| fill after x*x | seed | MutationError | Poisoned (genuine) | ok | ok |" in text
     assert "## Measurements" in text and "## Settings and environment" in text
     assert "- numpy: " in text and "Regenerate with `make report" in text
     assert "No peer AD system ran in this report" in text and ".[peers]" in text
@@ -322,17 +334,21 @@ def test_exit_status_is_1_for_a_wrong_gradient_unless_marked_as_a_known_issue(tm
     common = ["report", "--corpus", str(corpus), "--out", "", "--repeats", "1", "--fuzz", "0"]
     assert main([*common, "--select", "plain"]) == 1
     out = capsys.readouterr().out
-    assert "SILENTLY WRONG values or gradients: plain wrong [strict, poison, snapshot]." in out
-    assert "  WRONG    plain wrong [strict, poison, snapshot]: gradient differs" in out
+    # (forward mode transposes the same wrong pullback: wrong too)
+    assert "SILENTLY WRONG values or gradients: plain wrong [strict, poison, snapshot, forward]." \
+        in out
+    assert "  WRONG    plain wrong [strict, poison, snapshot, forward]: gradient differs" in out
     assert main([*common, "--select", "known"]) == 0
     out = capsys.readouterr().out
     assert (
-        "SILENTLY WRONG values or gradients: known wrong [strict, poison, snapshot]. Each "
+        "SILENTLY WRONG values or gradients: known wrong [strict, poison, snapshot, forward]. "
+        "Each "
         "reproduces a known mutagrad bug" in out
     )
     assert "known wrong [known bug]" in out
     assert (
-        "  KNOWN    known wrong [strict, poison, snapshot]: wrong; a wrong rule, on purpose" in out
+        "  KNOWN    known wrong [strict, poison, snapshot, forward]: wrong; a wrong rule, on "
+        "purpose" in out
     )
 
 
@@ -345,8 +361,8 @@ def test_both_pages_list_the_programs_that_reproduce_a_known_bug(tmp_path):
     markdown = (out / "report.md").read_text()
     assert "## Known mutagrad bugs reproduced by the corpus" in markdown
     row = (
-        "known wrong | strict: WRONG gradient, poison: WRONG gradient, snapshot: WRONG gradient "
-        "| a wrong rule, on purpose"
+        "known wrong | strict: WRONG gradient, poison: WRONG gradient, snapshot: WRONG gradient, "
+        "forward: WRONG gradient | a wrong rule, on purpose"
     )
     assert row in markdown
     page = (out / "index.html").read_text()

@@ -130,12 +130,13 @@ def _cube_rule_that_forgets_the_square(x):
 def test_a_wrong_gradient_is_detected_and_shown_in_red_everywhere():
     wrong = _program(_cube, name="wrong rule", mutates=False, args=(np.array([1.0, 2.0]),))
     report = run_report([wrong], repeats=1, sample_seconds=1e-4, measure_memory=False)
-    assert [r.outcome for r in report.results] == [Outcome.WRONG] * 3
+    # (forward mode transposes the same wrong pullback: wrong too)
+    assert [r.outcome for r in report.results] == [Outcome.WRONG] * 4
     assert report.results[0].max_abs_difference == pytest.approx(6.0, rel=1e-4)  # 12 vs 6
-    assert len(report.failures) == 3
+    assert len(report.failures) == 4
 
     text = render_text(report, color=True)
-    sentence = "SILENTLY WRONG values or gradients: wrong rule [strict, poison, snapshot]."
+    sentence = "SILENTLY WRONG values or gradients: wrong rule [strict, poison, snapshot, forward]."
     assert "\033[31;1m- " + sentence in text
     lead = text.splitlines()[0]
     assert lead.startswith("\033[31;1m1 program was differentiated") and "MUTAGRAD FAILED" in lead
@@ -162,7 +163,7 @@ def test_a_wrong_value_is_a_failure_even_with_a_right_gradient():
     assert r.cell == "WRONG value"
     assert r.max_abs_difference < 1e-6
     report = run_report([_program(shifted, mutates=False)], repeats=1, measure_memory=False)
-    assert len(report.failures) == 3  # a mutagrad value that differs is a bug like a gradient
+    assert len(report.failures) == 4  # a mutagrad value that differs is a bug like a gradient
 
 
 def _hangs_when_traced(x):
@@ -224,8 +225,8 @@ def test_crashes_and_hangs_are_recorded_and_the_run_goes_on():
     # Errors in the corpus are not mutagrad bugs: they get their own block.
     assert {r.program for r in report.failures} == {"_hangs_when_traced", "_crashes_when_traced"}
     text = render_text(report)
-    assert "Crashed: _crashes_when_traced [strict, poison, snapshot]" in text
-    assert "timed out: _hangs_when_traced [strict, poison, snapshot]" in text
+    assert "Crashed: _crashes_when_traced [strict, poison, snapshot, forward]" in text
+    assert "timed out: _hangs_when_traced [strict, poison, snapshot, forward]" in text
     errors = text[text.index("PROGRAM ERRORS") : text.index("BUGS")]
     assert "_fails_everywhere fails on plain ndarrays" in errors and "_loops_forever" in errors
     assert STATE.get() is None

@@ -182,7 +182,7 @@ def test_without_timing_every_time_and_memory_cell_is_absent():
         assert p.forward_seconds is None and p.reference_seconds is None
         for r in p.results:
             assert r.seconds is None and r.sample_seconds == () and r.peak_bytes is None
-        assert [cell for cell in time_row(report, p)[1:]] == [[MISSING]] * 4  # plain, 3 modes
+        assert [cell for cell in time_row(report, p)[1:]] == [[MISSING]] * 5  # plain, 4 columns
         assert set(memory_row(report, p)[1:-1]) == {MISSING}  # bytes copied stays
     timed = _report(programs[:1], str(SMALL_CORPUS))
     assert timed.programs[0].forward_seconds is not None  # the default still times

@@ -11,7 +11,9 @@ For each :class:`~mutagrad.report.corpus.Program` the runner
 2. computes the reference gradient by central finite differences on plain
    ndarrays (:func:`mutagrad.testing.numerical_gradient`);
 3. for every mutagrad mode (strict, poison, snapshot) calls
-   :func:`mutagrad.withgradient` once, and for every peer engine
+   :func:`mutagrad.withgradient` once, for forward mode :func:`mutagrad.jacfwd`
+   with respect to every numeric argument (its column is named ``forward``
+   like a mode's), and for every peer engine
    (:mod:`mutagrad.report.peers`: JAX, autograd, MyGrad) runs the program
    unchanged on that engine once, and judges the result, giving an
    :class:`~mutagrad.testing.verdicts.Outcome` (the fuzzer's vocabulary too):
@@ -107,11 +109,14 @@ from mutagrad.report.parallel import task_map
 from mutagrad.report.peers import MUTAGRAD, PEERS, PeerEngine, first_output
 from mutagrad.report.progress import Progress
 from mutagrad.testing import numerical_gradient
+from mutagrad.testing.finite_differences import is_numeric
 from mutagrad.testing.fuzz import FuzzFigures, fuzz_figures
 from mutagrad.testing.limits import ProgramTimeout, isolated, limit_available, time_limit
 from mutagrad.testing.verdicts import FAILURES, ModeResult, Outcome
 
-MODES: tuple[str, ...] = tuple(modes.MODES)
+FORWARD = modes.FORWARD.name
+MODES: tuple[str, ...] = (*modes.MODES, FORWARD)
+"""mutagrad's columns: its three reverse modes, then forward mode (``jacfwd``)."""
 DEFAULT_REPEATS = 5
 DEFAULT_TIME_LIMIT = 30.0
 DEFAULT_SAMPLE_SECONDS = 0.01
@@ -429,7 +434,40 @@ def values_match(got: float, want: float, rtol: float) -> bool:
     return bool(np.isclose(got, want, rtol=rtol, atol=1e-12 * max(1.0, abs(want))))
 
 
+@attrs.frozen
+class _ForwardOutcome:
+    """What a forward-mode call gave, as a gradient call's result reads (no snapshot copies)."""
+
+    val: Any
+    grad: list[Any]
+    bytes_copied: int = 0
+
+
+def _forward_mode_call(program: Program) -> Callable[[], _ForwardOutcome]:
+    """The value and gradient of ``program`` by ``jacfwd`` (every unit direction of every
+    numeric argument in one run; a scalar output's Jacobian is its gradient)."""
+
+    def value_twice(*args: Any) -> Any:
+        out = first_output(program.function(*args))
+        return out, out  # (the second as jacfwd's aux: the value, unwrapped)
+
+    def call() -> _ForwardOutcome:
+        args = fresh_args(program.args)
+        positions = tuple(k for k, a in enumerate(args) if is_numeric(a))
+        if not positions:
+            return _ForwardOutcome(program.function(*args), [None] * len(args))
+        jacobians, value = mutagrad.jacfwd(value_twice, positions, has_aux=True)(*args)
+        gradient: list[Any] = [None] * len(args)
+        for k, j in zip(positions, jacobians):
+            gradient[k] = j
+        return _ForwardOutcome(value, gradient)
+
+    return call
+
+
 def _gradient_call(program: Program, mode: str, unchecked: bool = False) -> Any:
+    if mode == FORWARD:
+        return _forward_mode_call(program)
     # A mode's name, or the analysis-only policy object, which withgradient takes too.
     policy: Any = UNCHECKED if unchecked else mode
 

@@ -33,7 +33,7 @@ import attrs
 import mutagrad
 from mutagrad.core import modes
 from mutagrad.report.peers import PEERS, column_title, system_label, timed_label
-from mutagrad.report.runner import MeasuredResult, PoisonVerdict, ProgramResult, Report
+from mutagrad.report.runner import FORWARD, MeasuredResult, PoisonVerdict, ProgramResult, Report
 from mutagrad.report.tables import ratio_text, seconds_text
 from mutagrad.testing.fuzz import FuzzFigures
 from mutagrad.testing.fuzz.refusals import breakdown_rows
@@ -159,6 +159,8 @@ class Summary:
     load_average: float | None = None
     """The machine's load average over the minute before the run."""
     cpu_count: int | None = None
+    forward_refused: tuple[str, ...] = ()
+    """The programs forward mode refuses (when the report has its column)."""
     generated: int = 0
     """Of the programs, those drawn by the fuzzer's generator (:mod:`mutagrad.report.generated`)."""
     seed: int = 0
@@ -225,7 +227,15 @@ def summarize(report: Report) -> Summary:
         },
         errors_by_mode={m: _errors(report, m) for m in systems},
         by_category=_by_category(report),
+        forward_refused=_forward_refused(report),
     )
+
+
+def _forward_refused(report: Report) -> tuple[str, ...]:
+    """The programs forward mode refuses (none when the report has no forward column)."""
+    if FORWARD not in report.modes:
+        return ()
+    return tuple(p.name for p in report.programs if p.mode(FORWARD).outcome is Outcome.REFUSED)
 
 
 def _pairs(report: Report, select: Callable[[MeasuredResult], bool]) -> tuple[tuple[str, str], ...]:
@@ -538,6 +548,7 @@ def headline(summary: Summary) -> list[Sentence]:
             + ", ".join(f"{m} {summary.accepted[m]}/{summary.judged}" for m in summary.modes)
             + "."
         ),
+        _forward_sentence(summary),
         _poison_sentence(summary),
         _fuzz_sentence(summary),
         _crash_sentence(summary),
@@ -561,10 +572,32 @@ def _programs_sentence(summary: Summary) -> Sentence:
     text = (
         f"The {n} program{'s' if n != 1 else ''}: {summary.mutating} write arrays in place, "
         f"{n - summary.mutating} do not; the modes: "
-        + ", ".join(f"{m} ({modes.mode_named(m).role})" for m in summary.modes)
+        + ", ".join(f"{m} ({_role(m)})" for m in summary.modes)
     )
     if summary.peers:
         text += "; PyTorch cannot run numpy code unchanged"
+    return Sentence(text + ".")
+
+
+def _role(mode: str) -> str:
+    """How the report introduces a column of mutagrad's: a mode's role, or forward mode's."""
+    return modes.FORWARD.role if mode == FORWARD else modes.mode_named(mode).role
+
+
+def _forward_sentence(summary: Summary) -> Sentence | None:
+    """Forward mode against the reverse modes: how many programs each accepts, and which
+    programs forward mode refuses."""
+    if FORWARD not in summary.modes:
+        return None
+    reverse = [m for m in summary.modes if m != FORWARD]
+    text = (
+        f"Forward mode (jacfwd, every direction in one run) accepts {summary.accepted[FORWARD]} "
+        f"of the {summary.judged} programs"
+    )
+    if reverse:
+        text += ", against " + ", ".join(f"{m} {summary.accepted[m]}" for m in reverse)
+    if summary.forward_refused:
+        text += "; it refuses " + _shorten(list(summary.forward_refused))
     return Sentence(text + ".")
 
 
