@@ -1146,7 +1146,7 @@ def scipy_derivative_in_an_order():
 
 @trigger
 def forward_rule_missing():
-    mutagrad.jvp(lambda x: np.pad(x, 1), (X,), (X,))
+    mutagrad.jvp(lambda x: np.fft.rfft(x).real, (X,), (X,))
 
 
 @trigger
@@ -1240,6 +1240,18 @@ def tangent_used_in_another_thread():
 @trigger
 def reduce_with_a_differentiated_initial_in_forward_mode():
     mutagrad.jvp(lambda x: np.add.reduce(x, initial=x[0]), (X,), (X,))
+
+
+@trigger
+def transposed_forward_rule_under_a_level_around_it():
+    f = lambda x: np.sum(np.linalg.pinv(np.reshape(x, (2, 2))) ** 2)  # noqa: E731
+    mutagrad.grad(lambda z: np.sum(mutagrad.jvp(f, (z,), (X,))[1]))(X)
+
+
+@trigger
+def transposed_forward_rule_whose_vjp_refuses():
+    # (the left singular vectors of a tall matrix, full_matrices=True: an arbitrary basis)
+    mutagrad.jvp(lambda x: np.linalg.svd(np.reshape(x, (4, 1)))[0], (X,), (X,))
 
 
 @trigger

@@ -422,8 +422,8 @@ def test_jacfwd_of_an_integer_result_of_an_integer_argument_is_jacrevs():
 
 
 def test_a_rule_without_a_forward_rule_is_refused_by_name():
-    with pytest.raises(mg.MissingRuleError, match=r"np\.pad"):
-        mg.jvp(lambda x: np.pad(x, 1, constant_values=0.0), (X,), (np.ones(6),))
+    with pytest.raises(mg.MissingRuleError, match=r"np\.fft\.rfft"):
+        mg.jvp(lambda x: np.fft.rfft(x).real, (X,), (np.ones(6),))
 
 
 def test_hook_passes_the_tangent_and_checkpointed_runs_its_function():
@@ -496,7 +496,7 @@ def test_forwarddiff_refuses_what_it_would_lose():
 
 def test_a_missing_forward_rule_is_its_own_error_class():
     with pytest.raises(mg.MissingForwardRuleError):
-        mg.jvp(lambda x: np.pad(x, 1), (X,), (X,))
+        mg.jvp(lambda x: np.fft.rfft(x).real, (X,), (X,))
     assert issubclass(mg.MissingForwardRuleError, mg.MissingRuleError)
 
 

@@ -710,6 +710,9 @@ FORWARD_KINDS = {
     "gradient": "derived from the vjp: each output depends on one group of elements, so the "
     "jvp is the group sum of the gradient (the vjp of ones) times the tangent",
     "hand": "a forward rule of its own",
+    "transposed": "derived from the vjp by transposition (mutagrad.transposition): the vjp is "
+    "linear in its cotangent, so differentiating it once on a traced cotangent gives J t; at a "
+    "forward level alone (jvp, jacfwd, hessian), refused by name under a level around it",
     "none": "none yet: forward mode refuses it by name (MissingForwardRuleError); "
     "hessian and hvp use reverse over reverse there",
 }

@@ -76,7 +76,7 @@ from mutagrad.traced.value import (
     wrap,
     wrap_constant,
 )
-from mutagrad.zygote import pullback
+from mutagrad.transposition import transposed
 
 
 def primitive(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -307,24 +307,6 @@ def defvjp(
                           handles_complex=handles_complex))  # fmt: skip
 
 
-def _by_rows(pulled: Callable[..., Any], shape: tuple[int, ...], dtype: Any,
-             tangents: list[Any]) -> Any:  # fmt: skip
-    """``J t`` for every direction from the Jacobian's rows: ``pulled(e_k)`` is row ``k``
-    (the pullback is linear in its cotangent), so output element ``k``'s tangent is the
-    sum over arguments of that row times the argument's tangent."""
-    width = tangents[0].shape[0]
-    out = np.zeros((width, int(np.prod(shape, dtype=np.int64))), dtype)
-    unit = np.zeros(out.shape[1], dtype)
-    for k in range(out.shape[1]):
-        unit[k] = 1
-        rows = pulled(unit.reshape(shape).copy())
-        unit[k] = 0
-        for row, t in zip(rows, tangents):
-            row = np.broadcast_to(row, t.shape[1:])
-            out[:, k] += np.reshape(t, (width, -1)) @ np.reshape(row, -1)
-    return out.reshape((width, *shape))
-
-
 @api_boundary
 def defjvp(fn: Any, *jvps: Callable[..., Any] | None) -> None:
     """Give ``fn`` a forward rule (for jvp, jacfwd, hvp, hessian), beside its defvjp rule.
@@ -470,9 +452,10 @@ class ClosureRule(CallRule):
         """The rule's value with its tangent, at a forward level with no level around it.
 
         The pullback is linear in the cotangent: ``pullback(g) = J^T g``, so
-        ``J t`` is the pullback's own pullback applied to ``t``. The pullback
-        runs once on a traced ``g`` (a gradient call of its own, apart from the
-        level), and its tape is swept once per direction. Nested levels (a
+        ``J t`` is the pullback's own pullback applied to ``t``
+        (:func:`mutagrad.transposition.transposed`: the pullback runs once on a
+        traced ``g`` and its tape is swept once per direction, or, where it
+        cannot be traced, it runs once per output element). Nested levels (a
         Hessian through an rrule) are refused by name.
         """
         if level.parent is not None or level.tape is not None:
@@ -500,25 +483,14 @@ class ClosureRule(CallRule):
                 for i in moving
             )
 
-        token = STATE.set(None)  # (the pullback's own gradient call, apart from the level)
         dtype = cotangent_dtype(np.result_type(y))
-        moved = [np.asarray(tangents[i]) for i in moving]
         try:
-            try:
-                _, transpose = pullback(pulled, np.zeros(np.shape(y), dtype))
-                columns = [transpose(tuple(t[b] for t in moved))[0] for b in range(level.width)]
-                t = np.stack([np.broadcast_to(c, np.shape(y)) for c in columns])
-            except MutagradError:
-                # A pullback that cannot be traced (it writes the cotangent into a raw
-                # array): its Jacobian row by row instead, one call per output element.
-                t = _by_rows(pulled, np.shape(y), dtype, moved)
+            t = transposed(pulled, np.shape(y), dtype, [np.asarray(tangents[i]) for i in moving])
         except (MutagradError, ValueError) as error:
             raise MissingForwardRuleError(
                 missing_forward_rule_message(self.name, "rrule")
                 + f"\n(Its pullback could not be transposed: {str(error).splitlines()[0]})"
             ) from error
-        finally:
-            STATE.reset(token)
         set_tangent(out, level, t.astype(cotangent_dtype(np.result_type(y)), copy=False))
         return out
 

@@ -20,7 +20,9 @@ Most rules need no hand-written jvp; the rule modules declare one of:
   itself applied to the tangents, zeros for an argument without one;
 * :func:`multilinear` - linear in each differentiable argument separately
   (``matmul``, ``einsum``, ``outer``): the sum over arguments of the function
-  with that argument replaced by its tangent.
+  with that argument replaced by its tangent;
+* :data:`TRANSPOSED` - for any other function (a factorization, ``pinv``,
+  ``softmax``): the vjps transposed (:mod:`mutagrad.transposition`).
 
 Both of the last take ``batched``, the call that handles the leading batch
 axis at once (an ``axis`` shifted by one); without it each slice is one call.
@@ -34,6 +36,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from mutagrad.core.tangents import cotangent_dtype, unbroadcast
+from mutagrad.diagnostics.messages import missing_forward_rule_message
+from mutagrad.errors import MissingForwardRuleError, MutagradError
 
 
 def lift(t: Any, ndim: int) -> Any:
@@ -167,6 +173,69 @@ def multilinear(batched: Callable[..., Any] | None = None) -> Linear:
     return Linear("multilinear", batched)
 
 
+# The function that transposes a vjp (mutagrad.transposition.transposed, registered there:
+# it runs gradient calls, which sit above the rules and this module).
+_TRANSPOSER: list[Callable[..., Any]] = []
+
+
+def register_transposer(transposed: Callable[..., Any]) -> None:
+    """Set the function :data:`TRANSPOSED` rules call: ``transposed(pulled, shape, dtype,
+    tangents)`` is ``J t`` for every direction, where ``pulled(g)`` gives ``J_i^T g``."""
+    _TRANSPOSER[:] = [transposed]
+
+
+class Transposed(Derivation):
+    """The jvp of a rule as the transpose of its vjps (see the module docstring)."""
+
+    kind = "transposed"
+
+    def bind(self, applied: Callable[..., Any], vjps: tuple[Any, ...]) -> Callable[..., Any]:
+        rule = applied.__self__  # type: ignore[attr-defined]  # (the rule's bound method)
+        name = rule.name if rule.name.startswith("scipy.") else f"np.{rule.name}"
+
+        def transposed_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+            if type(ans) is not np.ndarray and not isinstance(ans, np.generic):  # (traced:
+                # levels around this one, which would have to differentiate the jvp)
+                raise MissingForwardRuleError(
+                    missing_forward_rule_message(name)
+                    + "\n(Its forward rule transposes the reverse rule, at a forward level "
+                    "alone: jvp, jacfwd.)"
+                )
+            kw = kwargs or {}
+            # (an argument without a vjp has no derivative, in reverse mode as here)
+            moving = [i for i, t in enumerate(tangents)
+                      if t is not None and i < len(vjps) and vjps[i] is not None]  # fmt: skip
+            if not moving:
+                return None
+
+            def pulled(g: Any) -> tuple[Any, ...]:
+                cotangents = []
+                for i in moving:
+                    c = vjps[i](g, ans, *args, **kw)
+                    shape = np.shape(args[i])
+                    # (as the engine does with a vjp's result: summed over what broadcast)
+                    cotangents.append(np.zeros(shape) if c is None else unbroadcast(c, shape))
+                return tuple(cotangents)
+
+            dtype = cotangent_dtype(np.result_type(ans))
+            try:
+                return _TRANSPOSER[0](pulled, np.shape(ans), dtype, [tangents[i] for i in moving])
+            except (MutagradError, ValueError) as error:
+                raise MissingForwardRuleError(
+                    missing_forward_rule_message(name)
+                    + f"\n(Its reverse rule could not be transposed: "
+                    f"{str(error).splitlines()[0]})"
+                ) from error
+
+        transposed_jvp.kind = self.kind  # type: ignore[attr-defined]
+        return transposed_jvp
+
+
+TRANSPOSED = Transposed()
+
+TRANSPOSED = Transposed()
+
+
 def hand(jvp: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a hand-written forward rule (for the coverage table's forward column)."""
     jvp.kind = "hand"  # type: ignore[attr-defined]
@@ -195,6 +264,7 @@ def batch_axis(axis: Any, ndim: int) -> Any:
 
 __all__ = [
     "ELEMENTWISE",
+    "TRANSPOSED",
     "Derivation",
     "batch_axis",
     "hand",
@@ -203,6 +273,7 @@ __all__ = [
     "linear",
     "multilinear",
     "passed_on",
+    "register_transposer",
     "stacked",
     "through_gradient",
 ]

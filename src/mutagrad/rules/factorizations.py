@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mutagrad.core.jvps import TRANSPOSED, linear
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
@@ -153,7 +154,7 @@ def _placed(g, ans, packed, index, m, n, full_matrices):
     return np.pad(flat, width)
 
 
-FACTOR = VjpRule("linalg.svd", _factor, (_placed,), ((),), handles_complex=True)
+FACTOR = VjpRule("linalg.svd", _factor, (_placed,), ((),), handles_complex=True, jvp=linear())
 
 
 def svd_vjp(g, ans, a, full_matrices=True):
@@ -230,6 +231,7 @@ SINGULAR_VALUES = VjpRule(
     (singular_values_vjp,),
     ((0,),),
     handles_complex=True,
+    jvp=TRANSPOSED,
 )
 DECOMPOSITION = VjpRule(
     "linalg.svd",
@@ -237,6 +239,7 @@ DECOMPOSITION = VjpRule(
     (svd_vjp,),
     ((ANS,),),
     handles_complex=True,  # (where the loss does not depend on the triples' phases)
+    jvp=TRANSPOSED,
 )
 
 
@@ -324,10 +327,12 @@ def _eigenvectors_vjp(g, ans, a):
 # The eigenvalues' vjp is holomorphic (V^-T diag(g) V^T, no conjugates): right for complex
 # eigenvalues too, of real or complex matrices with distinct eigenvalues.
 EIGENVALUES = VjpRule(
-    "linalg.eig", lambda a: np.linalg.eig(a)[0], (_eigenvalues_vjp,), ((0,),), handles_complex=True
+    "linalg.eig", lambda a: np.linalg.eig(a)[0], (_eigenvalues_vjp,), ((0,),), handles_complex=True,
+    jvp=TRANSPOSED,
 )
 EIGENVALUES_ONLY = VjpRule(
-    "linalg.eigvals", np.linalg.eigvals, (_eigenvalues_vjp,), ((0,),), handles_complex=True
+    "linalg.eigvals", np.linalg.eigvals, (_eigenvalues_vjp,), ((0,),), handles_complex=True,
+    jvp=TRANSPOSED,
 )
 EIGENVECTORS = VjpRule(
     "linalg.eig",
@@ -335,6 +340,7 @@ EIGENVECTORS = VjpRule(
     (_eigenvectors_vjp,),
     ((0, ANS),),
     handles_complex=True,  # (where the loss does not depend on the vectors' phases)
+    jvp=TRANSPOSED,
 )
 
 
@@ -438,9 +444,9 @@ def _r_vjp(g, ans, a, mode="reduced"):
 
 
 Q_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[0], (_q_vjp,), ((0,),),
-                   handles_complex=True)  # fmt: skip
+                   handles_complex=True, jvp=TRANSPOSED)  # fmt: skip
 R_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[-1], (_r_vjp,), ((0,),),
-                   handles_complex=True)  # fmt: skip
+                   handles_complex=True, jvp=TRANSPOSED)  # fmt: skip
 
 
 @implements(np.linalg.qr)
@@ -492,7 +498,8 @@ def _pinv_vjp(g, ans, a, rcond=None, hermitian=False, rtol=_NoValue):
     return np.tril(both) - both * (np.eye(np.shape(a)[-1]) / 2)
 
 
-PINV = VjpRule("linalg.pinv", np.linalg.pinv, (_pinv_vjp,), ((0, ANS),), handles_complex=True)
+PINV = VjpRule("linalg.pinv", np.linalg.pinv, (_pinv_vjp,), ((0, ANS),), handles_complex=True,
+               jvp=TRANSPOSED)
 
 
 def _refuse_discarded_singular_values(s, kept, shape, function):
@@ -580,6 +587,7 @@ LSTSQ_SOLUTION = VjpRule(
     (_solution_vjp_a, _solution_vjp_b),
     ((0, 1), (0,)),
     handles_complex=True,
+    jvp=TRANSPOSED,
 )
 LSTSQ_RESIDUALS = VjpRule(
     "linalg.lstsq",
@@ -587,6 +595,7 @@ LSTSQ_RESIDUALS = VjpRule(
     (_residuals_vjp_a, _residuals_vjp_b),
     ((0, 1), (0, 1)),
     handles_complex=True,
+    jvp=TRANSPOSED,
 )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import call_rule
-from mutagrad.core.jvps import linear
+from mutagrad.core.jvps import TRANSPOSED, linear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.errors import NotDifferentiableError
@@ -200,7 +200,8 @@ def _insert_vjp_arr(g, ans, arr, values, index):
     return scatter_flat(g[kept], index[kept], arr.shape, arr.dtype)
 
 
-INSERT = VjpRule("insert", None, (_insert_vjp_arr, _insert_vjp_values), ((), ()))  # no jvp yet
+INSERT = VjpRule("insert", None, (_insert_vjp_arr, _insert_vjp_values), ((), ()),
+                 jvp=TRANSPOSED)  # fmt: skip
 
 
 @implements(np.insert)
@@ -396,8 +397,9 @@ def _pad_values_vjp(g, ans, x, values, matrices, value_maps):
     return _reduce_pairs(pairs, np.shape(values))
 
 
-# (linear with real coefficients in x and in the pad values; no jvp yet)
-PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()), handles_complex=True)
+# (linear with real coefficients in x and in the pad values, but not in every mode: maximum)
+PAD = VjpRule("pad", np.pad, (_pad_vjp, _pad_values_vjp), ((), ()), handles_complex=True,
+              jvp=TRANSPOSED)  # fmt: skip
 
 
 def _value_maps(shape, widths, mode, key, kwargs):

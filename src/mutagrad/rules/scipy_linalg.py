@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as linalg
 
+from mutagrad.core.jvps import TRANSPOSED
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.factorizations import (
     inverse_gaps,
@@ -84,6 +85,7 @@ SOLVE_TRIANGULAR = VjpRule(
     lambda a, b, **params: linalg.solve_triangular(a, b, **params),
     (_solve_triangular_vjp_a, _solve_triangular_vjp_b),
     ((0, ANS), (0,)),
+    jvp=TRANSPOSED,
 )
 solve_triangular = with_rule(
     linalg.solve_triangular,
@@ -128,6 +130,7 @@ SOLVE = VjpRule(
     lambda a, b, **params: linalg.solve(a, b, **params),
     (_solve_vjp_a, _solve_vjp_b),
     ((0, ANS), (0,)),
+    jvp=TRANSPOSED,
 )
 
 
@@ -146,6 +149,7 @@ INV = VjpRule(
     lambda a, check_finite=True: linalg.inv(a, check_finite=check_finite),
     (lambda g, ans, a, **params: -np.matmul(_mT(ans), np.matmul(g, _mT(ans))),),
     ((ANS,),),
+    jvp=TRANSPOSED,
 )
 inv = with_rule(
     linalg.inv, INV,
@@ -158,6 +162,7 @@ DET = VjpRule(
     # Jacobi's formula: d det(a) = det(a) tr(a^-1 da).
     (lambda g, ans, a, **params: np.expand_dims(g * ans, (-1, -2)) * _mT(np.linalg.inv(a)),),
     ((0, ANS),),
+    jvp=TRANSPOSED,
 )
 det = with_rule(
     linalg.det, DET,
@@ -183,6 +188,7 @@ SOLVE_SYLVESTER = VjpRule(
         lambda g, ans, a, b, q: _sylvester_adjoint(g, a, b),
     ),
     ((0, 1, ANS), (0, 1, ANS), (0, 1)),
+    jvp=TRANSPOSED,
 )
 solve_sylvester = with_rule(linalg.solve_sylvester, SOLVE_SYLVESTER,
                             lambda a, b, q: ((a, b, q), None))
@@ -224,6 +230,7 @@ SOLVE_BANDED = VjpRule(
     ),
     (_solve_banded_vjp_ab, _solve_banded_vjp_b),
     ((0, ANS), (0,)),
+    jvp=TRANSPOSED,
 )
 solve_banded = with_rule(
     linalg.solve_banded,
@@ -245,6 +252,7 @@ CHOLESKY = VjpRule(
     # numpy's rule: SciPy reads the triangle it factors (upper unless lower=True).
     (lambda g, ans, a, lower=False, check_finite=True: cholesky_vjp(g, ans, a, upper=not lower),),
     ((ANS,),),
+    jvp=TRANSPOSED,
 )
 cholesky = with_rule(
     linalg.cholesky,
@@ -268,6 +276,7 @@ CHO_FACTOR = VjpRule(
         a, lower=lower, check_finite=check_finite)[0],
     (_cho_factor_vjp,),
     ((ANS,),),
+    jvp=TRANSPOSED,
 )
 
 
@@ -296,6 +305,7 @@ CHO_SOLVE = VjpRule(
         (c, lower), b, check_finite=check_finite),
     (_cho_solve_vjp_c, _cho_solve_vjp_b),
     ((0, ANS), (0,)),
+    jvp=TRANSPOSED,
 )
 cho_solve = with_rule(
     linalg.cho_solve,
@@ -337,6 +347,7 @@ LU_FACTOR = VjpRule(
     lambda a, piv=None, check_finite=True: linalg.lu_factor(a, check_finite=check_finite)[0],
     (_lu_factor_vjp,),
     ((ANS,),),
+    jvp=TRANSPOSED,
 )
 
 
@@ -369,6 +380,7 @@ LU_SOLVE = VjpRule(
         (lu, piv), b, trans=trans, check_finite=check_finite),
     (_lu_solve_vjp_lu, _lu_solve_vjp_b),
     ((0, ANS), (0,)),
+    jvp=TRANSPOSED,
 )
 lu_solve = with_rule(
     linalg.lu_solve,
@@ -402,13 +414,16 @@ expm: Callable[..., Any]
 sqrtm: Callable[..., Any]
 logm: Callable[..., Any]
 EXPM = VjpRule("scipy.linalg.expm", linalg.expm,
-               (_primary_function_vjp(lambda m: expm(m)),), ((0,),))
+               (_primary_function_vjp(lambda m: expm(m)),), ((0,),),
+               jvp=TRANSPOSED)  # fmt: skip
 expm = with_rule(linalg.expm, EXPM, lambda A: ((A,), None))
 SQRTM = VjpRule("scipy.linalg.sqrtm", linalg.sqrtm,
-                (_primary_function_vjp(lambda m: sqrtm(m)),), ((0,),))
+                (_primary_function_vjp(lambda m: sqrtm(m)),), ((0,),),
+                jvp=TRANSPOSED)  # fmt: skip
 sqrtm = with_rule(linalg.sqrtm, SQRTM, lambda A: ((A,), None))
 LOGM = VjpRule("scipy.linalg.logm", linalg.logm,
-               (_primary_function_vjp(lambda m: logm(m)),), ((0,),))
+               (_primary_function_vjp(lambda m: logm(m)),), ((0,),),
+               jvp=TRANSPOSED)  # fmt: skip
 logm = with_rule(linalg.logm, LOGM, lambda A: ((A,), None))
 
 
@@ -435,12 +450,14 @@ EIGH_VALUES = VjpRule(
     lambda a, lower=True: linalg.eigh(a, lower=lower, eigvals_only=True),
     (_eigh_values_vjp,),
     ((0,),),
+    jvp=TRANSPOSED,
 )
 EIGH_VECTORS = VjpRule(
     "scipy.linalg.eigh",
     lambda a, lower=True: linalg.eigh(a, lower=lower)[1],
     (_eigh_vectors_vjp,),
     ((0, ANS),),
+    jvp=TRANSPOSED,
 )
 
 
@@ -464,12 +481,14 @@ SVD_VALUES = VjpRule(
     lambda a: linalg.svd(a, compute_uv=False),
     (singular_values_vjp,),
     ((0,),),
+    jvp=TRANSPOSED,
 )
 SVD_FACTORS = VjpRule(
     "scipy.linalg.svd",
     lambda a, full_matrices=True: pack_svd(*linalg.svd(a, full_matrices)),
     (svd_vjp,),
     ((ANS,),),
+    jvp=TRANSPOSED,
 )
 
 

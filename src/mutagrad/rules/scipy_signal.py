@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.signal as signal
 
+from mutagrad.core.jvps import multilinear
 from mutagrad.core.registry import VjpRule
 from mutagrad.rules.scipy_support import refuse_derivative, with_rule
 from mutagrad.traced.dispatch import apply
@@ -60,6 +61,7 @@ CONVOLVE = VjpRule(
     signal.convolve,
     (_convolve_vjp(True), _convolve_vjp(False)),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 
 
@@ -127,6 +129,7 @@ CORRELATE = VjpRule(
     signal.correlate,
     (_correlate_vjp(True), _correlate_vjp(False)),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 correlate = with_rule(signal.correlate, CORRELATE, _bind)
 
@@ -150,6 +153,7 @@ CONVOLVE2D = VjpRule(
     lambda in1, in2, mode="full": signal.convolve2d(in1, in2, mode),
     tuple(_two_d_vjp(_convolve_vjp(first)) for first in (True, False)),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 convolve2d = with_rule(signal.convolve2d, CONVOLVE2D, _bind_2d("convolve2d"))
 CORRELATE2D = VjpRule(
@@ -157,6 +161,7 @@ CORRELATE2D = VjpRule(
     lambda in1, in2, mode="full": signal.correlate2d(in1, in2, mode),
     tuple(_two_d_vjp(_correlate_vjp(first, late=True)) for first in (True, False)),
     ((1,), (0,)),
+    jvp=multilinear(),
 )
 correlate2d = with_rule(signal.correlate2d, CORRELATE2D, _bind_2d("correlate2d"))
 

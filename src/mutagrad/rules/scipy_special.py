@@ -32,6 +32,7 @@ import numpy as np
 import scipy.special as special
 from scipy.special import _ufuncs
 
+from mutagrad.core.jvps import TRANSPOSED
 from mutagrad.core.registry import ANS, VjpRule, nondifferentiable, ufunc_rule
 from mutagrad.rules.scipy_support import (
     expand_reduced,
@@ -232,6 +233,7 @@ POLYGAMMA = VjpRule(
         lambda g, ans, n, x: g * polygamma(n + 1, x),
     ),
     ((), (0, 1)),
+    jvp=TRANSPOSED,
 )
 polygamma: Callable[..., Any] = with_rule(  # (annotated: used above, in vjps)
     special.polygamma, POLYGAMMA, lambda n, x: ((n, x), None)
@@ -249,6 +251,7 @@ MULTIGAMMALN = VjpRule(
     special.multigammaln,
     (_multigammaln_vjp, None),  # d is an integer dimension
     ((0, 1), ()),
+    jvp=TRANSPOSED,
 )
 multigammaln = with_rule(special.multigammaln, MULTIGAMMALN, lambda a, d: ((a, d), None))
 
@@ -283,6 +286,7 @@ LOGSUMEXP = VjpRule(
     _logsumexp_value,
     (_logsumexp_vjp_a, _logsumexp_vjp_b),
     ((0, 1, ANS), (0, ANS)),
+    jvp=TRANSPOSED,
 )
 
 
@@ -304,7 +308,8 @@ def _softmax_vjp(g, ans, x, axis=None):
     return ans * (g - np.sum(g * ans, axis=axis, keepdims=True))
 
 
-SOFTMAX = VjpRule("scipy.special.softmax", special.softmax, (_softmax_vjp,), ((ANS,),))
+SOFTMAX = VjpRule("scipy.special.softmax", special.softmax, (_softmax_vjp,), ((ANS,),),
+                  jvp=TRANSPOSED)  # fmt: skip
 softmax = with_rule(special.softmax, SOFTMAX, lambda x, axis=None: ((x,), {"axis": axis}))
 
 
@@ -313,7 +318,8 @@ def _log_softmax_vjp(g, ans, x, axis=None):
 
 
 LOG_SOFTMAX = VjpRule(
-    "scipy.special.log_softmax", special.log_softmax, (_log_softmax_vjp,), ((ANS,),)
+    "scipy.special.log_softmax", special.log_softmax, (_log_softmax_vjp,), ((ANS,),),
+    jvp=TRANSPOSED,
 )
 log_softmax = with_rule(
     special.log_softmax, LOG_SOFTMAX, lambda x, axis=None: ((x,), {"axis": axis})

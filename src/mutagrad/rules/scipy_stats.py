@@ -34,6 +34,7 @@ import numpy as np
 import scipy.special as special
 import scipy.stats as stats
 
+from mutagrad.core.jvps import TRANSPOSED
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.scipy_support import no_derivative, with_rule
 from mutagrad.traced.value import WrappedValue
@@ -185,7 +186,8 @@ def _family_rule(family: Family, method: str) -> VjpRule:
 
     everything = (*range(n + 3), ANS)
     vjps = (vjp_x, *(vjp_shape(i) for i in range(n)), vjp_loc, vjp_scale)
-    return VjpRule(f"scipy.stats.{family.name}.{method}", value, vjps, (everything,) * (n + 3))
+    return VjpRule(f"scipy.stats.{family.name}.{method}", value, vjps, (everything,) * (n + 3),
+                   jvp=TRANSPOSED)  # fmt: skip
 
 
 def _family_binder(family: Family) -> Callable[..., Any]:
@@ -308,6 +310,7 @@ def _poisson(method: str) -> Any:
             no_derivative(name, "loc", "an integer shift", position=2),
         ),
         ((), (0, 1, 2, ANS), ()),
+        jvp=TRANSPOSED,
     )
     return with_rule(scipy_method, rule, lambda k, mu, loc=0: ((k, mu, loc), None), name=method)
 
@@ -383,6 +386,7 @@ def _mvn_rule(method: str) -> VjpRule:
         ),
         vjps if method == "logpdf" else tuple(_of_density(v) for v in vjps),
         ((0, 1, 2, ANS),) * 3 if method == "pdf" else ((0, 1, 2),) * 3,
+        jvp=TRANSPOSED,
     )
 
 
@@ -421,6 +425,7 @@ MVN_ENTROPY = VjpRule(
     lambda mean, cov: stats.multivariate_normal.entropy(mean, cov),
     (lambda g, ans, mean, cov: np.zeros(np.shape(mean)), _entropy_vjp_cov),
     ((0,), (1,)),
+    jvp=TRANSPOSED,
 )
 
 _MVN = stats.multivariate_normal
@@ -458,6 +463,7 @@ def _dirichlet(method: str) -> Any:
         scipy_method,
         vjps if method == "logpdf" else tuple(_of_density(v) for v in vjps),
         ((0, 1, ANS),) * 2 if method == "pdf" else ((0, 1),) * 2,
+        jvp=TRANSPOSED,
     )
     return with_rule(scipy_method, rule, lambda x, alpha: ((x, alpha), None), name=method)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mutagrad.core.jvps import multilinear
+from mutagrad.core.jvps import TRANSPOSED, multilinear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.rearrange import gather_flat, scatter_flat
@@ -161,6 +161,7 @@ INTERP = VjpRule(
     np.interp,
     (_interp_vjp_x, _interp_vjp_xp, _interp_vjp_fp, _interp_vjp_left, _interp_vjp_right),
     ((0, 1, 2), (0, 1, 2), (0, 1, 2), (0, 1), (0, 1)),
+    jvp=TRANSPOSED,
 )
 
 
