@@ -99,8 +99,17 @@ class Elementwise(Derivation):
                     continue  # no derivative in this argument (an integer exponent)
                 if total is None:
                     total, passed = c, c is g
+                    continue
+                # A sum written into a summand this jvp made (x - y: -ty += tx), not into a
+                # new array: at N=1e6 a fresh array's pages cost as much as the pass.
+                if not passed and _into(total, c, tangents):
+                    total += c
+                elif _into(c, total, tangents):
+                    c += total
+                    total = c
                 else:
-                    total, passed = total + c, False
+                    total = total + c
+                passed = False
             # The output never shares an argument's tangent (a write into one would change
             # the other): copied only where no sum made a new array (x - y does not copy).
             return total.copy() if passed and total is not None else total
@@ -110,6 +119,20 @@ class Elementwise(Derivation):
 
 
 ELEMENTWISE = Elementwise()
+
+
+def _into(a: Any, b: Any, tangents: list[Any]) -> bool:
+    """Whether ``a + b`` may be written into ``a``: a raw array a vjp just made (it owns its
+    memory and is no argument's tangent), of the sum's shape and dtype."""
+    return (
+        type(a) is np.ndarray
+        and a.base is None
+        and a.flags.writeable
+        and not any(a is t for t in tangents)
+        and type(b) is np.ndarray
+        and a.shape == np.broadcast_shapes(a.shape, b.shape)
+        and np.result_type(a, b) == a.dtype
+    )
 
 
 def _differentiable(vjps: tuple[Any, ...], n: int) -> list[bool]:

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from mutagrad.core.engine import CallRule
-from mutagrad.core.jvps import hand, through_gradient
+from mutagrad.core.jvps import TRANSPOSED, hand, through_gradient
 from mutagrad.core.registry import (
     ANS,
     UFUNC_RULES,
@@ -456,7 +456,7 @@ def _accumulate_rule(ufunc: np.ufunc, rule: VjpRule) -> VjpRule:
         gx, _ = _fold_backward(rule, ufunc, lanes, _to_lanes(g, axes), None, None, each=True)
         return _from_lanes(gx, shape, axes)
 
-    return VjpRule(name, ufunc.accumulate, (vjp,), ((0,),))
+    return VjpRule(name, ufunc.accumulate, (vjp,), ((0,),), jvp=TRANSPOSED)
 
 
 # -- reduceat ---------------------------------------------------------------------------
@@ -502,7 +502,8 @@ def _reduceat_rule(ufunc: np.ufunc, reduce: ReduceMethod) -> VjpRule:
         zero = np.zeros(shape[:axis] + shape[axis + 1 :])
         return np.stack([sum(p[1:], p[0]) if p else zero for p in parts], axis=axis)
 
-    return VjpRule(f"{ufunc.__name__}.reduceat", fun, (vjp, None), ((0, 1, ANS), ()))
+    return VjpRule(f"{ufunc.__name__}.reduceat", fun, (vjp, None), ((0, 1, ANS), ()),
+                   jvp=TRANSPOSED)  # fmt: skip
 
 
 # -- outer ------------------------------------------------------------------------------

@@ -71,6 +71,11 @@ def _power_base_vjp(g, ans, x, y):
         power = x if y == 2 else x ** (y - 1)
         if factor is not None:
             return power * (y * factor)
+        if y == 2 and type(g) is np.ndarray:  # (g * x) * 2 is g * (2 * x) bit for bit,
+            # with one new array, not two (traced, g * x would be written in place)
+            doubled = g * x
+            doubled *= 2
+            return doubled
         return g * (y * power)
     # y * x**(y - 1), except 0 * 0**-1 (nan) where x = y = 0: the derivative there is 0.
     # (Guarding on y alone, x**(y or 1), would also be wrong to differentiate in y at y = 0.)
