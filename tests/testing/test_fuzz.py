@@ -262,6 +262,22 @@ def test_a_forward_pass_that_overflows_is_discarded_not_judged():
     assert outcomes(judged) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
 
 
+def test_a_gradient_that_is_rounding_noise_is_discarded_not_wrong():
+    # Found by the 100,000-program run of seed 4242: |exp(1j * t)| does not change with
+    # t, but at t ~ 1e29 its computed derivative is a rounding error that dt/dx ~ 1e30
+    # turns into 4.7e13, in mutagrad as in HIPS autograd (-4.7e13); 4 ulps away it is
+    # other noise.
+    source = (
+        "def f(x):\n"
+        "    t1 = np.power.accumulate((2.5 + x), axis=-1)\n"
+        "    return np.sum(np.tanh(x)) + np.sum(np.abs(np.exp(1j * t1)))"
+    )
+    noisy = judge(program(source, [0.73, 1.870755, 0.67051, 1.670265]))
+    assert noisy.discarded.startswith("ill-conditioned")
+    judged = judge(program(source, [0.1, 0.2, 0.1, 0.2]))
+    assert outcomes(judged) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
+
+
 def test_a_kink_closer_than_both_steps_is_discarded_not_wrong():
     # Found by the 100,000-program run of seed 6000: log1p(x * x) is 6e-5 below
     # clip's bound at x = 1.310774 in float32, inside both steps (1e-3, 1e-2), whose
