@@ -28,13 +28,26 @@ eigenvalues; at a repeated one their cotangent is infinite or nan, as in JAX.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
 from mutagrad.core.jvps import TRANSPOSED, linear
+from mutagrad.core.record import push
+from mutagrad.core.regions import BASIC_INDEX, scatter
 from mutagrad.core.registry import ANS, VjpRule, implements
+from mutagrad.core.tangents import BASIC
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
-from mutagrad.traced.value import WrappedValue, any_active, unwrap, wrap_constant
+from mutagrad.traced.value import (
+    WrappedValue,
+    any_active,
+    node_of,
+    unwrap,
+    wrap,
+    wrap_constant,
+)
 
 _NoValue = np._NoValue
 
@@ -113,7 +126,9 @@ def refuse_phase_dependence(p, function, q=None):
 # can tell the two cases apart, and a second-order sweep through it, where the loss's
 # cotangent was computed from the output too, stays on one node. The node's value packs
 # U, S and Vh into one array along its last axis; each factor is a node of its own reading
-# that array (numpy's own arrays as values: no factor is a view of another).
+# its part of that array (numpy's own arrays as values: no factor is a view of another),
+# whose pullback adds its cotangent into that part of one sparse cotangent of the packed
+# array, densified once, when the sweep reaches the packed node.
 
 
 def _svd_shapes(m, n, full_matrices):
@@ -124,36 +139,75 @@ def _svd_shapes(m, n, full_matrices):
 
 def pack_svd(u, s, vh):
     """``U, S, Vh`` flattened into one array along the last axis (complex if U is)."""
-    batch = np.shape(s)[:-1]
-    return np.concatenate([np.reshape(u, (*batch, -1)), s, np.reshape(vh, (*batch, -1))], axis=-1)
+    batch = s.shape[:-1]
+    return np.concatenate((u.reshape(*batch, -1), s, vh.reshape(*batch, -1)), axis=-1)
 
 
 def _slots(m, n, full_matrices):
-    """Where U, S and Vh lie in the packed array's last axis, and their shapes."""
+    """Where U, S and Vh lie in the packed array's last axis (slices), and their shapes."""
     u_shape, vh_shape = _svd_shapes(m, n, full_matrices)
     u_end = u_shape[0] * u_shape[1]
     s_end = u_end + min(m, n)
     vh_end = s_end + vh_shape[0] * vh_shape[1]
-    return (0, u_end, u_shape), (u_end, s_end, None), (s_end, vh_end, vh_shape)
+    return (
+        (slice(0, u_end), u_shape),
+        (slice(u_end, s_end), None),
+        (slice(s_end, vh_end), vh_shape),
+    )
+
+
+def _unpacked(packed, slots):
+    """U, S and Vh of the packed array (S real: numpy's values, also when it is complex)."""
+    (u_part, u_shape), (s_part, _), (vh_part, vh_shape) = slots
+    batch = packed.shape[:-1]
+    return (packed[..., u_part].reshape(*batch, *u_shape), packed[..., s_part].real,
+            packed[..., vh_part].reshape(*batch, *vh_shape))  # fmt: skip
+
+
+class FactorRule(Rule):
+    """One factor of the packed SVD: the packed array's part ``node.saved[0]`` (an index
+    ``(..., slice)`` of its last axis), reshaped (S: the real part). A linear map, whose
+    pullback puts the cotangent in that part of the packed array's."""
+
+    __slots__ = ()
+    handles_complex = True  # (S's real cotangent is the real part's: itself)
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
+        (packed,) = node.inputs
+        assert packed is not None  # (a factor node is made only for a recorded packed node)
+        if not packed.tag & bk.bit:
+            return
+        (key,) = node.saved
+        flat = g.reshape(*packed.shape[:-1], -1)
+        if bk.recording and bk.needs_recording(node, g):
+            bk.accumulate(packed, scatter(flat, None, BASIC_INDEX, key, packed.shape,
+                                          packed.dtype))  # fmt: skip
+            return
+        bk.accumulate_entry(packed, (BASIC, key, flat))
+
+
+SLICED_FACTOR = FactorRule("linalg.svd")
 
 
 def _factor(packed, index, m, n, full_matrices):
-    """Factor ``index`` (0 U, 1 S, 2 Vh) of the packed array."""
-    start, stop, shape = _slots(m, n, full_matrices)[index]
-    part = packed[..., start:stop]
+    """Factor ``index`` (0 U, 1 S, 2 Vh) of the packed array: what a FactorRule node is."""
+    part, shape = _slots(m, n, full_matrices)[index]
+    value = packed[..., part]
     if shape is None:  # S is real: numpy's values, also when the array is complex
-        return np.real(part)
-    return np.reshape(part, (*np.shape(packed)[:-1], *shape))
+        return np.real(value)
+    return np.reshape(value, (*np.shape(packed)[:-1], *shape))
 
 
 def _placed(g, ans, packed, index, m, n, full_matrices):
     # The factor's cotangent in its slot of the packed array, zeros elsewhere.
-    start, stop, _ = _slots(m, n, full_matrices)[index]
+    part, _ = _slots(m, n, full_matrices)[index]
     flat = np.reshape(g, (*np.shape(packed)[:-1], -1))
-    width = [(0, 0)] * (np.ndim(packed) - 1) + [(start, np.shape(packed)[-1] - stop)]
+    width = [(0, 0)] * (np.ndim(packed) - 1) + [(part.start, np.shape(packed)[-1] - part.stop)]
     return np.pad(flat, width)
 
 
+# The general path of a factor, for forward levels (its jvp is linear): what SLICED_FACTOR's
+# nodes record on a tape alone, faster (test_svd_factor_paths_agree runs both).
 FACTOR = VjpRule("linalg.svd", _factor, (_placed,), ((),), handles_complex=True, jvp=linear())
 
 
@@ -171,21 +225,23 @@ def svd_vjp(g, ans, a, full_matrices=True):
     """
     m, n = np.shape(a)[-2:]
     k = min(m, n)
-    u, s, vh = (_factor(ans, i, m, n, full_matrices) for i in range(3))
-    # (s_bar: the real part, as _factor takes it: the S slot holds real numbers)
-    u_bar, s_bar, vh_bar = (_factor(g, i, m, n, full_matrices) for i in range(3))
+    slots = _slots(m, n, full_matrices)
+    u, s, vh = _unpacked(ans, slots)
+    # (s_bar: the real part, as _unpacked takes it: the S slot holds real numbers)
+    u_bar, s_bar, vh_bar = _unpacked(g, slots)
+    # Whether the loss reads the vectors. Of the singular values alone, the vectors'
+    # terms are linear in their cotangents, which are constant zeros here (not traced,
+    # so nothing differentiates them), and would only add zeros.
+    vectors = isinstance(g, WrappedValue) or u_bar.any() or vh_bar.any()
     if full_matrices:
-        if m > k:
+        if vectors and m > k:
             _refuse_arbitrary_basis(u_bar[..., :, k:], "np.linalg.svd(a, full_matrices=True)'s U")
-        if n > k:
+        if vectors and n > k:
             _refuse_arbitrary_basis(vh_bar[..., k:, :], "np.linalg.svd(a, full_matrices=True)'s Vh")
         u, u_bar, vh, vh_bar = u[..., :k], u_bar[..., :k], vh[..., :k, :], vh_bar[..., :k, :]
     conj_u, conj_vh = conjugate_if_complex(u), conjugate_if_complex(vh)
-    s_only = np.matmul(conj_u * np.expand_dims(s_bar, -2), conj_vh)
-    if not any(isinstance(b, WrappedValue) or np.any(b) for b in (u_bar, vh_bar)):
-        # A loss of the singular values alone: the vectors' terms are linear in their
-        # cotangents, which are constant zeros here (not traced, so nothing differentiates
-        # them), and would only add zeros.
+    s_only = np.matmul(conj_u * s_bar[..., None, :], conj_vh)
+    if not vectors:
         return s_only
     p = np.matmul(_mT(u), u_bar)
     q = conjugate_if_complex(np.matmul(vh, _mT(vh_bar)))
@@ -246,10 +302,21 @@ DECOMPOSITION = VjpRule(
 def svd_factors(rule, a, u, s, vh, full_matrices):
     """``U, S, Vh``, computed already, as the outputs of one node of ``rule`` (see above)."""
     packed = apply(rule, (a,), {"full_matrices": full_matrices}, pack_svd(u, s, vh))
-    m, n = np.shape(a)[-2:]
-    params = {"m": m, "n": n, "full_matrices": full_matrices}
-    return tuple(apply(FACTOR, (packed,), {"index": i, **params}, out)
-                 for i, out in enumerate((u, s, vh)))  # fmt: skip
+    trace = STATE.get()
+    m, n = u.shape[-2], vh.shape[-1]
+    if trace is not None and trace.forward:  # the factors' tangents: the general path
+        params = {"m": m, "n": n, "full_matrices": full_matrices}
+        return tuple(apply(FACTOR, (packed,), {"index": i, **params}, out)
+                     for i, out in enumerate((u, s, vh)))  # fmt: skip
+    whole = node_of(packed, trace.tape) if trace is not None else None
+    if whole is None:  # a constant
+        return wrap_constant(u), wrap_constant(s), wrap_constant(vh)
+    # Each factor's node, recorded here (at the packed node's site) rather than by apply.
+    return tuple(
+        wrap(out, push(Node(SLICED_FACTOR, (whole,), whole.tape, whole.tag, out, whole.site),
+                       ((..., part),)))
+        for out, (part, _) in zip((u, s, vh), _slots(m, n, full_matrices))
+    )  # fmt: skip
 
 
 def _hermitian_svd(a, compute_uv):
