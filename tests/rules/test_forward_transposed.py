@@ -18,6 +18,7 @@ import pytest
 import mutagrad as mg
 from mutagrad.testing import check_rule
 from mutagrad.testing.finite_differences import directional_derivative
+from numpy_compat import needs_real_eig
 
 pytest.importorskip("scipy")
 from mutagrad.scipy import linalg, signal, special, stats  # (the traced ones)
@@ -90,7 +91,12 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", CASES)
+# numpy 2.5's eig returns complex values for every matrix, whose tangents forward mode refuses.
+_ON_THIS_NUMPY = [pytest.param(name, marks=needs_real_eig) if name.startswith("eig") else name
+                  for name in CASES]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _ON_THIS_NUMPY)
 def test_forward_mode_agrees_with_reverse_mode_and_differences(name):
     f, x = CASES[name]
     expected = f(x.copy())
