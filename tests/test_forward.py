@@ -255,6 +255,52 @@ def test_the_callers_arrays_are_not_written():
     np.testing.assert_allclose(t, 2 * (X + 1))
 
 
+def test_the_callers_tangents_are_lent_not_written():
+    # A caller's tangent is lent to the level (copied on the first write into its
+    # argument), read-only while f runs and writeable again after.
+    x, v = X.copy(), RNG.normal(size=6)
+    kept = v.copy()
+
+    def f(x):
+        x[2] = 5.0  # the argument's value and tangent are copied here
+        return x * x
+
+    _, t = mg.jvp(f, (x,), (v,))
+    np.testing.assert_array_equal(v, kept)
+    assert v.flags.writeable and x.flags.writeable
+    expected = 2 * X * kept
+    expected[2] = 0.0
+    np.testing.assert_allclose(t, expected)
+    _, same = mg.jvp(lambda x: x, (x,), (v,))
+    assert not np.shares_memory(same, v)  # the caller gets its own tangent back
+    _, both = mg.jvp(lambda x: x * x, (x,), (x,))  # one array as primal and tangent
+    np.testing.assert_allclose(both, 2 * X * X)
+    assert x.flags.writeable
+
+
+def test_a_tangent_written_while_f_runs_is_refused():
+    x, v = X.copy(), np.ones(6)
+    outside = v[:]  # a view made before the call
+
+    def through_a_view(x):
+        outside[0] = 9.0
+        return x * x
+
+    with pytest.raises(mg.NotDifferentiableError, match="a tangent passed to the call changed"):
+        mg.jvp(through_a_view, (x,), (v,))
+    assert v.flags.writeable
+    v[0] = 1.0
+
+    def by_name(x):
+        v[1] = 9.0  # read-only while f runs
+        return x * x
+
+    with pytest.raises(mg.NotDifferentiableError, match="f wrote into a read-only array"):
+        mg.jvp(by_name, (x,), (v,))
+    np.testing.assert_array_equal(v, np.ones(6))
+    assert v.flags.writeable
+
+
 # -- the transforms -------------------------------------------------------------------
 
 
