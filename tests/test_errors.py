@@ -158,6 +158,18 @@ def argument_changed_through_an_outside_view():
 
 
 @trigger
+def tangent_changed_through_an_outside_view():
+    t = np.ones(3)
+    outside = t[:]
+
+    def f(x):
+        outside[0] = 100.0
+        return x * 2.0
+
+    mutagrad.jvp(f, (np.ones(3),), (t,))
+
+
+@trigger
 def back_with_too_few_cotangents():
     _, back = mutagrad.pullback(lambda x: (x * 2.0, x * 3.0), X)
     back(np.ones(4))
