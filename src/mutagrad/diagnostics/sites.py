@@ -84,7 +84,7 @@ def user_site_from(frame: FrameType | None) -> Site | None:
     """:func:`user_site` starting at ``frame``: cheapest when that is the user's frame."""
     while frame is not None:
         code = frame.f_code
-        known = _classified.get(id(code))
+        known = _classified.get(id(code))  # (_user_sites_of, inlined: a call fewer per frame)
         sites = known[1] if known is not None else _classify(code)
         if sites is not None:
             offset = frame.f_lasti

@@ -156,12 +156,17 @@ def _slots(m, n, full_matrices):
     )
 
 
+def _part(packed, slot):
+    """The factor of the packed array at ``slot`` (its slice and shape, from :func:`_slots`);
+    S real: numpy's values, also when the array is complex."""
+    part, shape = slot
+    value = packed[..., part]
+    return value.real if shape is None else value.reshape(*packed.shape[:-1], *shape)
+
+
 def _unpacked(packed, slots):
-    """U, S and Vh of the packed array (S real: numpy's values, also when it is complex)."""
-    (u_part, u_shape), (s_part, _), (vh_part, vh_shape) = slots
-    batch = packed.shape[:-1]
-    return (packed[..., u_part].reshape(*batch, *u_shape), packed[..., s_part].real,
-            packed[..., vh_part].reshape(*batch, *vh_shape))  # fmt: skip
+    """U, S and Vh of the packed array."""
+    return tuple(_part(packed, slot) for slot in slots)
 
 
 class FactorRule(Rule):
@@ -191,11 +196,7 @@ SLICED_FACTOR = FactorRule("linalg.svd")
 
 def _factor(packed, index, m, n, full_matrices):
     """Factor ``index`` (0 U, 1 S, 2 Vh) of the packed array: what a FactorRule node is."""
-    part, shape = _slots(m, n, full_matrices)[index]
-    value = packed[..., part]
-    if shape is None:  # S is real: numpy's values, also when the array is complex
-        return np.real(value)
-    return np.reshape(value, (*np.shape(packed)[:-1], *shape))
+    return _part(packed, _slots(m, n, full_matrices)[index])
 
 
 def _placed(g, ans, packed, index, m, n, full_matrices):

@@ -137,15 +137,23 @@ def forward_write(
         tangents = base._tangents
         if tv is None and (tangents is None or tangents.get(level) is None):
             continue  # zeros written over zeros
-        parent = level.parent
-        if parent is None:
-            write_tangent(_place(w, base, level, False), key, mask, winners, tv)
-            continue
-        token = STATE.set(parent)
-        try:
-            write_tangent(_place(w, base, level, True), key, mask, winners, tv)
-        finally:
-            STATE.reset(token)
+        _write_at_level(w, base, level, key, mask, winners, tv)
+
+
+def _write_at_level(
+    w: WrappedValue, base: WrappedValue, level: Any, key: Any, mask: Any, winners: Any, t: Any
+) -> None:
+    """Write tangent ``t`` (None: zeros) at ``key`` of ``w``'s tangent at ``level``: on raw
+    arrays, or recorded by the level around it when there is one."""
+    parent = level.parent
+    if parent is None:
+        write_tangent(_place(w, base, level, False), key, mask, winners, t)
+        return
+    token = STATE.set(parent)
+    try:
+        write_tangent(_place(w, base, level, True), key, mask, winners, t)
+    finally:
+        STATE.reset(token)
 
 
 def _place(w: WrappedValue, base: WrappedValue, level: Any, traced: bool) -> Any:
@@ -188,15 +196,7 @@ def forward_into(
             else:
                 set_tangent(base, level, t)
             continue
-        parent = level.parent
-        if parent is None:
-            write_tangent(_place(out, base, level, False), Ellipsis, None, None, t)
-            continue
-        token = STATE.set(parent)
-        try:
-            write_tangent(_place(out, base, level, True), Ellipsis, None, None, t)
-        finally:
-            STATE.reset(token)
+        _write_at_level(out, base, level, Ellipsis, None, None, t)
 
 
 def inputs_kept(
