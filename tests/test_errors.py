@@ -170,6 +170,28 @@ def tangent_changed_through_an_outside_view():
 
 
 @trigger
+def argument_made_writeable_while_f_ran():
+    large = np.ones(1000)  # held by this name only: proved to have no view, not read again
+
+    def f(x):
+        large.setflags(write=True)
+        return np.sum(x)
+
+    mutagrad.gradient(f, large)
+
+
+@trigger
+def tangent_made_writeable_while_f_ran():
+    large = np.ones(1000)
+
+    def f(x):
+        large.setflags(write=True)
+        return x * 2.0
+
+    mutagrad.jvp(f, (np.ones(1000),), (large,))
+
+
+@trigger
 def back_with_too_few_cotangents():
     _, back = mutagrad.pullback(lambda x: (x * 2.0, x * 3.0), X)
     back(np.ones(4))

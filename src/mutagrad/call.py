@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
 import types
 from collections import namedtuple
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from mutagrad.diagnostics.messages import (
     complex_output_message,
     frozen_write_message,
     leaf_message,
+    made_writeable_message,
     not_callable_message,
     subclass_message,
     unbound_method_called,
@@ -70,6 +70,7 @@ from mutagrad.errors import (
     UnsupportedAttributeError,
     forget_conversion_errors,
 )
+from mutagrad.freezing import PENDING, Frozen, Pending, can_freeze, frozen_by_a_call, lock, unlock
 from mutagrad.params import Grads, Params, claim_parameter, release_parameter
 from mutagrad.traced.mutation import overlaps
 from mutagrad.traced.tangents import share_tangents
@@ -129,121 +130,6 @@ def passes_through(x: Any) -> bool:
     return isinstance(x, _PASSING_TYPES)
 
 
-def can_freeze(x: np.ndarray) -> bool:
-    """Whether making ``x`` and the arrays it views read-only can be undone afterwards.
-
-    numpy refuses to make a view writeable again while an array it views is
-    read-only; so a writeable view of an array that its owner made read-only
-    is copied rather than borrowed. (An array another gradient call froze will
-    be writeable again: :class:`Frozen` thaws the view after it.)
-    """
-    seen_writeable = False
-    a: Any = x
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            seen_writeable = True
-        elif seen_writeable and not _frozen_by_a_call(a):
-            return False
-        a = a.base
-    return True
-
-
-def _frozen_by_a_call(a: np.ndarray) -> bool:
-    """Whether a running gradient call made ``a`` read-only (the lock is held)."""
-    return any(a is frozen for call in _ACTIVE.values() for frozen in call.arrays)
-
-
-# The Frozen of every running gradient call that made arrays read-only. A call makes
-# read-only only what is writeable, and writeable again when it returns; another call
-# (a thread, a nested call) that meets such an array read-only copies it instead of
-# borrowing it, and freezes nothing: what the first call's thaw leaves unprotected, the
-# fingerprint check of every call still sees. A view that numpy will not make writeable
-# while its base is frozen waits in _WAITING until the base thaws. One lock orders
-# freezing, thawing and the question which read-only array is whose.
-_ACTIVE: dict[int, Frozen] = {}
-
-
-_WAITING: list[np.ndarray] = []
-
-
-_FREEZING = threading.Lock()
-
-
-_lock, _unlock = _FREEZING.acquire, _FREEZING.release  # (freeze and thaw run on every call)
-
-
-class Frozen:
-    """Caller's ndarrays made read-only while a call runs, and writeable again after.
-
-    The one place mutagrad changes a caller's array's flags: a gradient call
-    freezes its array arguments, ``checkpointed`` the ndarrays its function
-    can reach, so that a write to them by name raises as numpy raises.
-    ``freeze``/``thaw`` take the lock; the ``_held`` versions are for a caller
-    that holds it (GradientCall, which decides borrowing under it too).
-    """
-
-    __slots__ = ("arrays",)
-
-    def __init__(self) -> None:
-        self.arrays: list[np.ndarray] = []  # (its owner may append what it froze itself)
-
-    def freeze(self, arrays: list[np.ndarray]) -> None:
-        """Make each array and the arrays it views read-only (see :func:`can_freeze`)."""
-        _lock()
-        try:
-            self.freeze_held(arrays)
-        finally:
-            _unlock()
-
-    def freeze_held(self, arrays: list[np.ndarray]) -> None:
-        """:meth:`freeze`, the lock held (and what its owner froze itself registered)."""
-        frozen = self.arrays
-        for x in arrays:
-            a: Any = x
-            while True:
-                if a.flags.writeable:
-                    a.setflags(write=False)  # (cheaper than a.flags.writeable = False)
-                    frozen.append(a)
-                a = a.base
-                if a is None or not isinstance(a, np.ndarray):
-                    break
-        if frozen:
-            _ACTIVE[id(self)] = self
-
-    def thaw(self) -> None:
-        if not self.arrays:
-            return
-        _lock()
-        try:
-            self.thaw_held()
-        finally:
-            _unlock()
-
-    def thaw_held(self) -> None:
-        if not self.arrays:
-            return
-        for a in reversed(self.arrays):  # views before the arrays they view
-            try:
-                a.setflags(write=True)
-            except ValueError:  # a base another call still freezes
-                _WAITING.append(a)
-        self.arrays = []
-        del _ACTIVE[id(self)]
-        if _WAITING:
-            _thaw_waiting()
-
-
-def _thaw_waiting() -> None:
-    """Make writeable the views whose bases no call freezes any more (the lock is held)."""
-    still = []
-    for a in _WAITING:
-        try:
-            a.setflags(write=True)
-        except ValueError:
-            still.append(a)
-    _WAITING[:] = still
-
-
 class GradientCall:
     """One differentiation call: wrapped inputs, the trace, and the caller's arrays.
 
@@ -271,6 +157,7 @@ class GradientCall:
         "param_nodes",
         "params",
         "parent",
+        "pending",
         "rebuild",
         "start",
         "tape",
@@ -294,12 +181,23 @@ class GradientCall:
         # inside forward levels alone makes a tape of its own.
         self.owns_tape = tape is not None and (parent is None or parent.tape is not tape)
         self.start = len(tape.nodes) if tape is not None else 0
-        self.frozen = Frozen()
+        # The arrays a proving boundary froze for this call (see mutagrad.freezing), adopted
+        # by the first call built after it: they are borrowed through its views, and those
+        # proved unviewed are not fingerprinted.
+        pending: Pending | None = PENDING.get()
+        if pending is not None and not pending.adopted:
+            pending.adopted = True
+            self.frozen = pending.frozen
+        else:
+            self.frozen = Frozen()
+            pending = None
+        self.pending = pending
         self.borrow = borrow
         self.borrowed: list[WrappedArray] = []  # large inputs sharing the caller's memory
         # Every array argument, its fingerprint on entry (checked when f returns)
         # and its input.
-        self.watched: list[tuple[np.ndarray, bytes | int, WrappedValue]] = []
+        # (None: proved to have no view, see mutagrad.freezing)
+        self.watched: list[tuple[np.ndarray, bytes | int | None, WrappedValue]] = []
         leaves, self.rebuild = flatten(args)
         self.leaves = leaves
         self.inputs: list[Node | None] = []
@@ -317,7 +215,7 @@ class GradientCall:
             raise
         finally:
             if self.locked:
-                _unlock()
+                unlock()
         self.args = tuple(wrapped) if self.rebuild is FLAT_TUPLE else self.rebuild(wrapped)
         if len(self.watched) > 1:
             _mark_shared_inputs(self.watched)
@@ -399,8 +297,15 @@ class GradientCall:
         ``np.frombuffer``) stays writable whatever flags are set here: a write
         through it during ``f`` is caught by the fingerprint check in :meth:`run`.
         """
+        pending = self.pending
+        if pending is not None:
+            view = pending.view_of(x)
+            if view is not None:  # frozen by the boundary, after it made this view
+                w = self._borrow(view) if self.borrow else WrappedArray(copy_keeping_layout(x)[0])
+                self.watched.append((x, None if id(x) in pending.unviewed else fingerprint(x), w))
+                return w
         if not self.locked:
-            _lock()  # (released by __init__, after freezing)
+            lock()  # (released by __init__, after freezing)
             self.locked = True
         flags = x.flags
         if self.borrow and x.base is None and flags.writeable and (
@@ -414,7 +319,7 @@ class GradientCall:
             self.to_freeze.append(x)
         else:
             w = WrappedArray(copy_keeping_layout(x)[0])  # numpy's strides, exactly
-            if not flags.writeable and not _frozen_by_a_call(x):
+            if not flags.writeable and not frozen_by_a_call(x):
                 w._raw.flags.writeable = False  # numpy would refuse f's writes to it
             elif x.base is None or can_freeze(x):
                 self.to_freeze.append(x)
@@ -424,7 +329,8 @@ class GradientCall:
     def _borrow(self, x: np.ndarray) -> WrappedArray:
         """A WrappedArray over the caller's array, copied on its first write.
 
-        Made before ``x`` is frozen, so that its view of ``x`` stays writeable.
+        Made before ``x`` is frozen, so that its view of ``x`` stays writeable
+        (or of a view a proving boundary made before it froze the caller's array).
         """
         w = WrappedArray(x.view())
         w._flags = BORROWED
@@ -541,7 +447,10 @@ class GradientCall:
         change. Either way the result would not be numpy's.
         """
         for x, before, _ in self.watched:
-            if fingerprint(x) != before:
+            if before is None:  # proved unviewed (mutagrad.freezing): read-only all along?
+                if x.flags.writeable:
+                    raise NotDifferentiableError(made_writeable_message("an argument"))
+            elif fingerprint(x) != before:
                 raise NotDifferentiableError(
                     "an argument of the gradient call changed while f ran, through an array "
                     "that shares its memory and was made before the call (a view such as "
@@ -675,7 +584,7 @@ def fingerprint(a: np.ndarray) -> bytes | int:
 EXACT_LIMIT = 4096
 
 
-def _mark_shared_inputs(watched: list[tuple[np.ndarray, bytes | int, WrappedValue]]) -> None:
+def _mark_shared_inputs(watched: list[tuple[np.ndarray, Any, WrappedValue]]) -> None:
     """Flag inputs whose caller's arrays share memory (``f(x, x)``, ``f(a[:4], a[2:])``).
 
     Each input is differentiated as an array of its own; in numpy a write

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.buffer import check_not_open_buffer
-from mutagrad.call import Frozen, GradientCall, can_freeze, input_gradient
+from mutagrad.call import GradientCall, input_gradient
 from mutagrad.core.engine import (
     STATE,
     BackwardPass,
@@ -69,6 +69,7 @@ from mutagrad.diagnostics.sites import (
     user_site,
 )
 from mutagrad.errors import MutagradError
+from mutagrad.freezing import Frozen, can_freeze
 from mutagrad.reachable import reachable_values
 from mutagrad.traced.value import (
     BORROWED,

@@ -32,7 +32,6 @@ from mutagrad.buffer import check_not_open_buffer
 from mutagrad.call import (
     GradientCall,
     call_with_gradient,
-    can_freeze,
     fingerprint,
     nested_output,
     passes_through,
@@ -50,9 +49,11 @@ from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
+from mutagrad.diagnostics.messages import made_writeable_message
 from mutagrad.diagnostics.sites import user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
+from mutagrad.freezing import can_freeze, proving_boundary
 from mutagrad.porting import hvp as reverse_hvp
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.tangents import lend_tangent, set_tangent, share_tangents, tangent_of
@@ -87,7 +88,7 @@ class ForwardCall(GradientCall):
         self.width = width
         self.sealed = sealed  # (forwarddiff: the tape of the call whose values f may not read)
         # The caller's tangents lent to the level, with their fingerprints (see seed).
-        self.lent: list[tuple[np.ndarray, bytes | int]] = []
+        self.lent: list[tuple[np.ndarray, bytes | int | None]] = []
         super().__init__(args, None)
 
     def _level(self, parent: Trace | None, policy: Mode) -> Trace:
@@ -123,7 +124,9 @@ class ForwardCall(GradientCall):
             elif type(t) is np.ndarray and self.watched:
                 if t.flags.writeable and can_freeze(t):
                     self.frozen.freeze([t])
-                self.lent.append((t, fingerprint(t)))
+                pending = self.pending  # (a view t[None] of a tangent proved unviewed: no hash)
+                unviewed = pending is not None and id(t.base) in pending.unviewed
+                self.lent.append((t, None if unviewed else fingerprint(t)))
                 lend_tangent(w, self.trace, t)
             else:
                 set_tangent(w, self.trace, np.array(t, dtype=t.dtype, order="K"))
@@ -132,7 +135,10 @@ class ForwardCall(GradientCall):
         """:meth:`GradientCall.check_arguments_unchanged`, and the tangents lent by :meth:`seed`."""
         super().check_arguments_unchanged()
         for t, before in self.lent:
-            if fingerprint(t) != before:
+            if before is None:
+                if t.base is not None and t.base.flags.writeable:
+                    raise NotDifferentiableError(made_writeable_message("a tangent"))
+            elif fingerprint(t) != before:
                 raise NotDifferentiableError(
                     "a tangent passed to the call changed while f ran, through an array that "
                     "shares its memory and was made before the call (a view, a memoryview or "
@@ -231,7 +237,7 @@ def _forward(
     return nested_output(out, call), tangents_out, call
 
 
-@api_boundary
+@proving_boundary
 def jvp(
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -427,7 +433,7 @@ def jacfwd(
     """
     _positions(argnums, "jacfwd")
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def jacfwd_of_f(*args: Any, **kwargs: Any) -> Any:
         return _jacfwd(f, argnums, has_aux, args, kwargs)
@@ -436,7 +442,7 @@ def jacfwd(
     return jacfwd_of_f
 
 
-@api_boundary
+@proving_boundary
 def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any, Callable]:
     """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
     ``primals``, as JAX's ``linearize``.
@@ -474,7 +480,7 @@ def _zeros_for(value: Any) -> Any:
     ])  # fmt: skip
 
 
-@api_boundary
+@proving_boundary
 def forward_jacobian(
     f: Callable[..., Any], x: Any, *, chunk_threshold: int | None = None
 ) -> tuple[Any, Any]:
@@ -498,7 +504,7 @@ def forward_jacobian(
 # -- second order: forward over reverse ---------------------------------------------------
 
 
-@api_boundary
+@proving_boundary
 def hvp(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> Any:
     """JAX's ``hvp(f, primals, tangents)``: the Hessian of ``f`` at ``primals`` times
     ``tangents``, by forward over reverse (the jvp of the gradient), as JAX computes it:
@@ -553,7 +559,7 @@ def hessian(
 
     jacobian_of_gradient = jacfwd(gradient_of_f, argnums)
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def hessian_of_f(*args: Any, **kwargs: Any) -> Any:
         try:

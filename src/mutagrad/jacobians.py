@@ -36,8 +36,8 @@ from mutagrad.core.tangents import SparseCotangent, cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.messages import complex_jacobian_message, leaf_message
 from mutagrad.diagnostics.sites import with_article
-from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError, NotDifferentiableError
+from mutagrad.freezing import proving_boundary
 from mutagrad.params import Grads
 from mutagrad.traced import array
 from mutagrad.traced.value import WrappedValue, node_of, unwrap
@@ -249,7 +249,7 @@ def _stack_rows(rows: list[Any], size: int, dtype: Any) -> Any:
     return array(rows)  # traced rows: stacked on the tape
 
 
-@api_boundary
+@proving_boundary
 def withjacobian(
     f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
 ) -> WithJacobian:
@@ -342,7 +342,7 @@ def zygote_hessian(
     return h
 
 
-@api_boundary
+@proving_boundary
 def hessian_reverse(
     f: Callable[..., Any], x: Any, *, mode: str | None = None, **kwargs: Any
 ) -> Any:
@@ -354,7 +354,7 @@ def hessian_reverse(
     return zygote_hessian(f, x, mode, kwargs, "hessian_reverse")
 
 
-@api_boundary
+@proving_boundary
 def diaghessian(
     f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
 ) -> tuple[Any, ...]:

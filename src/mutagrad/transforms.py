@@ -50,6 +50,7 @@ from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
+from mutagrad.freezing import proving_boundary
 from mutagrad.jacobians import call_with_jacobian, refuse_complex_arguments, zygote_hessian
 from mutagrad.traced.value import WrappedValue
 from mutagrad.zygote import pullback
@@ -332,7 +333,7 @@ def value_and_grad(
     argnums = autograd_argnum(argnums, argnum, "value_and_grad")
     _positions(argnums, "value_and_grad")  # refuse a bad argnums now, not at the call
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def value_and_grad_of_f(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         return _value_and_grad(
@@ -371,7 +372,7 @@ def grad(
     argnums = autograd_argnum(argnums, argnum, "grad")
     _positions(argnums, "grad")
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def grad_of_f(*args: Any, **kwargs: Any) -> Any:
         value, grads = _value_and_grad(
@@ -383,7 +384,7 @@ def grad(
     return grad_of_f
 
 
-@api_boundary
+@proving_boundary
 def vjp(
     f: Callable[..., Any],
     *primals: Any,
@@ -480,7 +481,7 @@ def jacrev(
     """
     _positions(argnums, "jacrev")
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def jacobian_of_f(*args: Any, **kwargs: Any) -> Any:
         return _jacrev(f, argnums, has_aux, mode, "jacrev", args, kwargs, holomorphic)
@@ -540,7 +541,7 @@ def _shaped_block(block: Any, shape: tuple[int, ...], leaf: Any) -> Any:
 def _hessian_transform(f: Callable[..., Any], argnums: Argnums, mode: str | None) -> Any:
     _positions(argnums, "hessian")
 
-    @api_boundary
+    @proving_boundary
     @functools.wraps(f)
     def hessian_of_f(*args: Any, **kwargs: Any) -> Any:
         refuse_complex_arguments(args, "hessian")
@@ -558,7 +559,7 @@ def _refuse_mixed_forms(name: str, argnums: Any, has_aux: bool) -> None:
         )
 
 
-@api_boundary
+@proving_boundary
 def jacobian(
     f: Callable[..., Any],
     *args: Any,
@@ -592,7 +593,7 @@ def jacobian(
                   holomorphic=holomorphic)  # fmt: skip
 
 
-@api_boundary
+@proving_boundary
 def hessian(
     f: Callable[..., Any],
     *args: Any,

@@ -30,11 +30,12 @@ from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MutagradError
+from mutagrad.freezing import proving_boundary
 from mutagrad.params import Grads
 from mutagrad.traced.value import DETACHED, WrappedValue, make_view, node_of, wrap
 
 
-@api_boundary
+@proving_boundary
 def withgradient(
     f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any
 ) -> WithGradient:
@@ -49,7 +50,7 @@ def withgradient(
     return call_with_gradient(f, args, kwargs, mode, "withgradient")
 
 
-@api_boundary
+@proving_boundary
 def gradient(f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any) -> Any:
     """The gradient of scalar-valued ``f`` with respect to each argument (Zygote's convention).
 
@@ -146,7 +147,7 @@ def _check_enclosing_call_open(parent: Trace) -> None:
         )
 
 
-@api_boundary
+@proving_boundary
 @collector_paused
 def pullback(
     f: Callable[..., Any], *args: Any, mode: str | None = None, **kwargs: Any

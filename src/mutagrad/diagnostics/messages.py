@@ -150,6 +150,18 @@ def frozen_write_message(arguments: list[tuple[int, Any]], site: Site | None) ->
     )
 
 
+def made_writeable_message(what: str) -> str:
+    """A caller's array that the call made read-only was made writeable again while ``f`` ran."""
+    return (
+        f"{what} passed to the call was made writeable again while f ran (setflags(write=True) on "
+        "the caller's array, which mutagrad made read-only for the call). mutagrad proved no "
+        "view of that array existed, and so does not read it again to check it: a write after "
+        "the flag was changed would not be seen, and the derivative could be wrong.\n"
+        "Fix: do not change the flags of an array passed to the call; write to a copy (or to "
+        "the argument f receives, which mutagrad copies on its first write)."
+    )
+
+
 _UNBOUND_METHOD = re.compile(
     r"descriptor '(\w+)' (?:for '([\w.]+)' objects doesn't apply to a|requires a '([\w.]+)' "
     r"object but received a) '(WrappedArray|WrappedScalar|Buffer)'"

@@ -59,12 +59,26 @@ _UNKNOWN_LOCATION = describe_site(None)
 Function = TypeVar("Function", bound=Callable[..., Any])
 
 
-def api_boundary(fn: Function) -> Function:
-    """Decorate a public entry point: MutagradErrors leave it located and filtered."""
+def api_boundary(fn: Function, arguments: tuple[Any, Any, Any] | None = None) -> Function:
+    """Decorate a public entry point: MutagradErrors leave it located and filtered.
+
+    ``arguments``: ``(prepare, release, variable)`` for an entry point that
+    builds a gradient call on its arguments (see
+    :func:`mutagrad.freezing.proving_boundary`): ``prepare(args, caller_frame)``
+    runs first; what it returns, if not None, is held in the context variable
+    ``variable`` while ``fn`` runs and given to ``release`` after.
+    """
+
+    prepare: Any
+    release: Any
+    variable: Any
+    prepare, release, variable = arguments if arguments is not None else (None, None, None)
 
     @functools.wraps(fn)
     def entry_point(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # read by pytest: this frame is mutagrad's
+        prepared = prepare(args, sys._getframe(1)) if prepare is not None else None
+        token = variable.set(prepared) if prepared is not None else None
         try:
             return fn(*args, **kwargs)
         except MutagradError as error:
@@ -72,6 +86,10 @@ def api_boundary(fn: Function) -> Function:
             # entry for this frame (`raise error` would show it above the user's line).
             for_the_user(error, sys._getframe(1))
             raise
+        finally:
+            if token is not None:
+                variable.reset(token)
+                release(prepared)
 
     return entry_point  # type: ignore[return-value]
 
