@@ -1095,8 +1095,36 @@ def object_array_argument():
 
 
 @trigger
-def complex_argument_in_forward_mode():
-    mutagrad.jvp(lambda z: np.sum(np.abs(z)), (X * 1j,), (X,))
+def complex_argument_of_jacfwd():
+    mutagrad.jacfwd(lambda z: np.sum(np.abs(z)))(X * 1j)
+
+
+@trigger
+def real_argument_of_a_holomorphic_jacfwd():
+    mutagrad.jacfwd(lambda z: z * z, holomorphic=True)(X)
+
+
+@trigger
+def holomorphic_jacfwd_of_a_function_that_is_not():
+    mutagrad.jacfwd(lambda z: z * np.conj(z), holomorphic=True)(X * 1j)
+
+
+@trigger
+def complex_tangent_through_a_rule_for_real_values():
+    mutagrad.jvp(lambda z: np.vecdot(z, z), (X * 1j,), (X * 1j,))
+
+
+@trigger
+def complex_tangent_through_a_users_rrule_for_real_values():
+    @mutagrad.primitive
+    def cube(z):
+        return z**3
+
+    @mutagrad.rrule(cube)
+    def _(z):
+        return z**3, lambda g: (g * 3 * z**2,)
+
+    mutagrad.jvp(cube, (X * 1j,), (X * 1j,))
 
 
 @trigger
@@ -1180,7 +1208,12 @@ def scipy_derivative_in_an_order():
 
 @trigger
 def forward_rule_missing():
-    mutagrad.jvp(lambda x: np.fft.rfft(x).real, (X,), (X,))
+    @mutagrad.primitive
+    def halved(x):
+        return x / 2
+
+    mutagrad.defvjp(halved, lambda g, ans, x: g / 2, reads=((),))
+    mutagrad.jvp(halved, (X,), (X,))
 
 
 @trigger

@@ -48,10 +48,11 @@ from mutagrad.core.engine import (
     VjpRule,
     capture,
 )
+from mutagrad.core.jvps import involves_complex
 from mutagrad.core.record import owned_value, push
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
 from mutagrad.core.tangents import NoTangent, cotangent_dtype, is_structural_zero
-from mutagrad.diagnostics.messages import missing_forward_rule_message
+from mutagrad.diagnostics.messages import complex_message, missing_forward_rule_message
 from mutagrad.diagnostics.sites import Site, format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import (
@@ -464,6 +465,8 @@ class ClosureRule(CallRule):
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
         out = wrap(y)
         tangents = [tangent_of(a, level) for a in flat]
+        if not self.handles_complex and involves_complex(y, tangents):
+            raise NotDifferentiableError(complex_message(self.name, user_site(), True))
         moving = [i for i, t in enumerate(tangents) if t is not None]
         groups = [None if not isinstance(a, (tuple, list)) else len(group)
                   for a, group in zip(args, leaves)]  # fmt: skip

@@ -43,14 +43,12 @@ from mutagrad.core.engine import (
     Trace,
     VjpRule,
     collector_paused,
-    refuse_complex_tangent,
 )
 from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.messages import made_writeable_message
-from mutagrad.diagnostics.sites import user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
 from mutagrad.freezing import can_freeze, proving_boundary
@@ -161,7 +159,7 @@ class ForwardCall(GradientCall):
         t = tangent_of(value, self.trace) if isinstance(value, WrappedValue) else None
         if t is not None:
             return t
-        if not _is_differentiable(value) and not isinstance(value, (bool, np.bool_)):
+        if not _carries_tangent(value) and not isinstance(value, (bool, np.bool_)):
             return None  # (a string, None: the caller refuses or passes it on)
         shape = np.shape(value._raw if isinstance(value, WrappedValue) else value)
         dtype = _tangent_dtype(value)
@@ -182,21 +180,25 @@ def _tangent_dtype(value: Any) -> np.dtype:
     return cotangent_dtype(np.result_type(data))
 
 
-def _refuse_complex_leaves(leaves: list[Any], caller: str) -> None:
-    """Forward mode carries no complex tangents yet: a complex argument is refused by name
-    (it would otherwise pass as a constant, with a zero tangent)."""
-    for leaf in leaves:
-        data = leaf._raw if isinstance(leaf, WrappedValue) else leaf
-        if isinstance(data, (np.ndarray, np.generic, complex)):
-            refuse_complex_tangent(np.result_type(data), f"{caller}'s argument", user_site())
+def _is_complex(leaf: Any) -> bool:
+    if isinstance(leaf, (WrappedValue, np.ndarray, np.generic)):
+        return leaf.dtype.kind == "c"
+    return isinstance(leaf, complex)
 
 
 def _is_differentiable(leaf: Any) -> bool:
+    """A real leaf with a derivative: a float or an integer array or number."""
     if isinstance(leaf, (bool, np.bool_)):
         return False
     if isinstance(leaf, (WrappedValue, np.ndarray)):
         return leaf.dtype.kind in "iuf"
     return isinstance(leaf, (int, float, np.integer, np.floating))
+
+
+def _carries_tangent(leaf: Any) -> bool:
+    """A leaf jvp gives a tangent: a real one with a derivative, or a complex one (whose
+    tangent is complex, as JAX's)."""
+    return _is_differentiable(leaf) or _is_complex(leaf)
 
 
 def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
@@ -211,8 +213,17 @@ def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
     dtype = _tangent_dtype(primal)
     if not isinstance(tangent, WrappedValue):
         tangent = np.asarray(tangent)
-        if tangent.dtype.kind not in "iuf" or isinstance(tangent, np.matrix):
-            raise TypeError(f"{what}: a tangent must hold real numbers, got {tangent.dtype}")
+    if np.result_type(_data(tangent)).kind == "c" and dtype.kind != "c":
+        raise TypeError(
+            f"{what}: a complex tangent ({np.result_type(_data(tangent))}) for a real primal "
+            f"({np.result_type(_data(primal))}); the tangent of a real value is real (JAX "
+            "refuses the mismatch too). Fix: pass the primal as complex (x.astype(complex)) "
+            "to differentiate along complex directions, or pass the tangent's real part."
+        )
+    if not isinstance(tangent, WrappedValue) and (
+        tangent.dtype.kind not in "iufc" or isinstance(tangent, np.matrix)
+    ):
+        raise TypeError(f"{what}: a tangent must hold numbers, got {tangent.dtype}")
     if np.result_type(tangent) != dtype:
         tangent = tangent.astype(dtype)
     return np.reshape(tangent, (1, *shape)) if isinstance(tangent, WrappedValue) else tangent[None]
@@ -266,7 +277,6 @@ def jvp(
             "for one argument write jvp(f, (x,), (v,))"
         )
     leaves, rebuild = flatten(tuple(primals))
-    _refuse_complex_leaves(leaves, "jvp")
     tangent_leaves, _ = flatten(tuple(tangents))
     if len(tangent_leaves) != len(leaves):
         raise ValueError(
@@ -274,7 +284,7 @@ def jvp(
             "primals and tangents must have the same structure"
         )
     seeds = [
-        _batched_tangent(p, t, "jvp") if _is_differentiable(p) else None
+        _batched_tangent(p, t, "jvp") if _carries_tangent(p) else None
         for p, t in zip(leaves, tangent_leaves)
     ]
     aux = _Aux(has_aux, "jvp", structured=True)
@@ -317,12 +327,18 @@ def _unit_directions(start: int, stop: int, offset: int, size: int, shape: Any, 
 
 def _jacobians(
     f: Callable[..., Any], leaves: list[Any], caller: str, chunk: int | None = None,
-    sealed: Any = None,
+    sealed: Any = None, holomorphic: bool = False,
 ) -> tuple[Any, list[Any]]:  # fmt: skip
     """``(out, [J_i])``: the value of ``f`` at ``leaves`` and, per leaf, ``(n_i,) + out.shape``
-    (direction-major: row ``j`` is the derivative along the leaf's element ``j``)."""
-    _refuse_complex_leaves(leaves, caller)
-    differentiable = [_is_differentiable(leaf) for leaf in leaves]
+    (direction-major: row ``j`` is the derivative along the leaf's element ``j``).
+
+    ``holomorphic``: the leaves are complex and row ``j`` is ``df/dz_j`` (JAX's
+    ``jacfwd(f, holomorphic=True)``), checked to be one (:func:`_check_holomorphic`).
+    Without it a complex leaf is refused, as JAX's jacfwd refuses it.
+    """
+    _check_leaves(leaves, caller, holomorphic)
+    differentiable = [_is_complex(leaf) if holomorphic else _is_differentiable(leaf)
+                      for leaf in leaves]  # fmt: skip
     shapes = [np.shape(leaf._raw if isinstance(leaf, WrappedValue) else leaf) for leaf in leaves]
     sizes = [int(np.prod(s, dtype=np.int64)) if d else 0 for s, d in zip(shapes, differentiable)]
     offsets = list(np.cumsum([0, *sizes[:-1]]))
@@ -333,11 +349,19 @@ def _jacobians(
             _unit_directions(start, stop, o, n, s, _tangent_dtype(leaf)) if d else None
             for leaf, o, n, s, d in zip(leaves, offsets, sizes, shapes, differentiable)
         ]
-        value, (t, *rest), _ = _forward(f, leaves, seeds, max(stop - start, 1), owned=True,
+        weights = None
+        if holomorphic:  # one direction more: 1j times a random real combination of these
+            weights = np.random.default_rng(start).standard_normal(stop - start)
+            seeds = [None if d is None else np.concatenate(
+                [d, 1j * np.tensordot(weights, d, axes=1)[None]]) for d in seeds]  # fmt: skip
+        width = len(weights) + 1 if weights is not None else max(stop - start, 1)
+        value, (t, *rest), _ = _forward(f, leaves, seeds, width, owned=True,
                                         sealed=sealed)  # fmt: skip
         if out is None:
             out = value
             _check_output(out, caller, rest)
+        if weights is not None and t is not None:
+            t = _check_holomorphic(t, weights, caller)
         for i, (o, n) in enumerate(zip(offsets, sizes)):
             low, high = max(start, o), min(stop, o + n)
             if low < high:
@@ -347,6 +371,50 @@ def _jacobians(
         for p, d in zip(pieces, differentiable)
     ]
     return out, jacobians
+
+
+def _check_leaves(leaves: list[Any], caller: str, holomorphic: bool) -> None:
+    """Refuse a complex leaf without ``holomorphic`` (a real Jacobian cannot hold the
+    derivative of a complex input, whose tangents are complex), and a real one with it."""
+    if not holomorphic and any(_is_complex(leaf) for leaf in leaves):
+        raise NotDifferentiableError(
+            f"{caller} met a complex argument: its Jacobian by real unit directions would "
+            "miss the derivative along the imaginary ones (JAX's jacfwd refuses it too).\n"
+            "Fixes:\n"
+            f"  - for the complex Jacobian df/dz of a holomorphic f, {caller}(f, "
+            "holomorphic=True);\n"
+            "  - for the derivative of any f along a complex direction dz, "
+            "mutagrad.jvp(f, (z,), (dz,));\n"
+            "  - or pass the real and imaginary parts as two real arguments."
+        )
+    if holomorphic and any(_is_differentiable(leaf) for leaf in leaves):
+        raise NotDifferentiableError(
+            f"{caller}(..., holomorphic=True) differentiates a complex function of complex "
+            "arguments, but an argument is real.\n"
+            "Fix: pass complex arguments (x.astype(complex)), or drop holomorphic=True for "
+            "real arguments (a complex output then gets its complex Jacobian)."
+        )
+
+
+def _check_holomorphic(t: Any, weights: np.ndarray, caller: str) -> Any:
+    """The output's tangent ``t`` without its last direction, ``1j`` times the combination
+    ``weights`` of the others, after checking that its tangent is ``1j`` times the same
+    combination of theirs: a real-linear derivative is complex-linear (``f`` holomorphic)
+    exactly when it commutes with ``1j``, and a random combination finds any part that
+    does not (but on a set of measure zero), as reverse mode's check does."""
+    raw = np.asarray(t._raw if isinstance(t, WrappedValue) else t)
+    rows = raw[:-1]
+    expected = 1j * np.tensordot(weights, rows, axes=1)
+    scale = max(float(np.max(np.abs(rows), initial=0.0)), np.finfo(float).tiny)
+    if not np.all(np.abs(raw[-1] - expected) <= 1e-8 * scale * max(1.0, np.abs(weights).sum())):
+        raise NotDifferentiableError(
+            f"{caller}(..., holomorphic=True): f is not holomorphic at these arguments (its "
+            "change depends on the direction of the change in z, as that of np.conj, np.abs "
+            "or z.real does), so it has no complex Jacobian df/dz.\n"
+            "Fix: mutagrad.jvp(f, (z,), (dz,)) gives its derivative along any complex "
+            "direction dz (along 1 and along 1j: all of it)."
+        )
+    return t[:-1]
 
 
 def _check_output(out: Any, caller: str, rest: list[Any]) -> None:
@@ -388,7 +456,7 @@ def _out_major(j: Any, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) ->
 
 def _jacfwd(
     f: Callable[..., Any], argnums: Argnums, has_aux: bool, args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    kwargs: dict[str, Any], holomorphic: bool = False,
 ) -> Any:  # fmt: skip
     selection = _Selection(f, args, kwargs, argnums, "jacfwd")
     aux = _Aux(has_aux, "jacfwd")
@@ -398,7 +466,8 @@ def _jacfwd(
         _check_derivative_carried(out)
         return out
 
-    out, jacobians = _jacobians(differentiated, selection.leaves, "jacfwd")
+    out, jacobians = _jacobians(differentiated, selection.leaves, "jacfwd",
+                                holomorphic=holomorphic)  # fmt: skip
     out_shape = np.shape(out._raw if isinstance(out, WrappedValue) else out)
     result = selection.per_argument([
         None if j is None else _out_major(j, np.shape(_data(leaf)), out_shape)
@@ -419,7 +488,8 @@ def _data(leaf: Any) -> Any:
 
 
 def jacfwd(
-    f: Callable[..., Any], argnums: Argnums = 0, *, has_aux: bool = False
+    f: Callable[..., Any], argnums: Argnums = 0, *, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The Jacobian of ``f`` as a function, by forward mode, in JAX's convention.
 
@@ -430,13 +500,20 @@ def jacfwd(
     larger than the input, and for loop programs whose reverse sweeps would
     each visit the whole tape. With ``has_aux=True``, ``f`` returns ``(out,
     aux)`` and the result is ``(jacobian, aux)``.
+
+    Real arguments give a real Jacobian, or a complex one for a complex output
+    (as JAX's). Complex arguments need ``holomorphic=True``: the result is
+    ``df/dz``, and one direction more (``1j`` times a random real combination
+    of the others) checks that ``f`` is holomorphic there, as
+    :func:`mutagrad.jacrev`'s ``holomorphic=True`` does; without it they are
+    refused, as JAX's jacfwd refuses them (``jvp`` takes complex directions).
     """
     _positions(argnums, "jacfwd")
 
     @proving_boundary
     @functools.wraps(f)
     def jacfwd_of_f(*args: Any, **kwargs: Any) -> Any:
-        return _jacfwd(f, argnums, has_aux, args, kwargs)
+        return _jacfwd(f, argnums, has_aux, args, kwargs, holomorphic)
 
     jacfwd_of_f.__doc__ = _transform_name(f, "Jacobian (forward mode)")
     return jacfwd_of_f
@@ -475,7 +552,7 @@ def _copied(value: Any) -> Any:
 def _zeros_for(value: Any) -> Any:
     leaves, rebuild = flatten(value)
     return rebuild([
-        np.zeros(np.shape(_data(v)), _tangent_dtype(v)) if _is_differentiable(v) else v
+        np.zeros(np.shape(_data(v)), _tangent_dtype(v)) if _carries_tangent(v) else v
         for v in leaves
     ])  # fmt: skip
 
@@ -562,6 +639,8 @@ def hessian(
     @proving_boundary
     @functools.wraps(f)
     def hessian_of_f(*args: Any, **kwargs: Any) -> Any:
+        if any(_is_complex(leaf) for leaf in flatten(args)[0]):
+            return by_reverse(*args, **kwargs)  # (its refusal of complex arguments names hessian)
         try:
             return jacobian_of_gradient(*args, **kwargs)
         except MissingForwardRuleError:

@@ -59,7 +59,6 @@ from mutagrad.core.tangents import (
 from mutagrad.diagnostics.messages import (
     closure_snapshot_message,
     complex_message,
-    complex_tangent_message,
     no_vjp_message,
     other_thread_message,
     other_thread_write_message,
@@ -68,7 +67,6 @@ from mutagrad.diagnostics.sites import (
     Site,
 )
 from mutagrad.errors import (
-    MissingForwardRuleError,
     MutagradError,
     NotDifferentiableError,
     SnapshotUnavailableError,
@@ -1045,14 +1043,6 @@ def check_complex(
         numpy_rule = trusted and not rule.name.startswith("scipy.")
         name = f"np.{rule.name}" if numpy_rule else rule.name
         raise NotDifferentiableError(complex_message(operation or name, site, not trusted))
-
-
-def refuse_complex_tangent(dtype: np.dtype, operation: str, site: Site | None) -> None:
-    """Refuse a complex value that carries a tangent: forward mode's jvps are written and
-    tested for real values only (reverse mode differentiates complex values). A missing
-    forward rule, so that hessian and hvp fall back to reverse over reverse."""
-    if dtype.kind == "c":
-        raise MissingForwardRuleError(complex_tangent_message(operation, site))
 
 
 # A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's

@@ -28,6 +28,18 @@ Both of the last take ``batched``, the call that handles the leading batch
 axis at once (an ``axis`` shifted by one); without it each slice is one call.
 This module knows no numpy function: it is array algebra, as
 :func:`mutagrad.core.tangents.unbroadcast` is.
+
+Complex values (JAX's convention, see :class:`mutagrad.core.engine.Rule`): a
+tangent of a complex value is complex, and a jvp is the derivative as a
+real-linear map, ``dz -> a dz + b conj(dz)`` elementwise (``a = df/dz``, ``b =
+df/dconj(z)``, Wirtinger's derivatives). A vjp in JAX's convention is its
+transpose under the pairing ``Re(u * v)``, ``g -> g a + conj(g) conj(b)``, so
+applying it to the tangent is right only where ``b = 0``; the derivations here
+read ``a`` and ``b`` off the vjp of ``1`` and of ``1j`` instead
+(:func:`wirtinger_parts`). The linear, multilinear and transposed ones are
+right as they stand (a real-linear function applied to complex tangents is
+its own derivative; a transpose transposed is the map itself). A hand-written
+rule declares itself right for complex values with :func:`complex_exact`.
 """
 
 from __future__ import annotations
@@ -87,6 +99,8 @@ class Elementwise(Derivation):
 
     def bind(self, applied: Callable[..., Any], vjps: tuple[Any, ...]) -> Callable[..., Any]:
         def elementwise_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+            if involves_complex(ans, tangents):
+                return _complex_elementwise(vjps, tangents, ans, args, kwargs)
             ndim = ans.ndim
             total = None
             passed = False  # total is an argument's tangent itself (x + 1)
@@ -115,10 +129,81 @@ class Elementwise(Derivation):
             return total.copy() if passed and total is not None else total
 
         elementwise_jvp.kind = self.kind  # type: ignore[attr-defined]
-        return elementwise_jvp
+        return complex_exact(elementwise_jvp)
 
 
 ELEMENTWISE = Elementwise()
+
+
+def involves_complex(ans: Any, tangents: list[Any]) -> bool:
+    """Whether a jvp meets complex numbers: a complex output or a complex tangent."""
+    if _kind(ans) == "c":
+        return True
+    return any(t is not None and _kind(t) == "c" for t in tangents)
+
+
+def _kind(x: Any) -> str:
+    dtype = getattr(x, "dtype", None)  # (an array, traced or not: no result_type on the
+    return str((dtype if dtype is not None else np.result_type(x)).kind)  # hot path)
+
+
+def wirtinger_parts(vjp: Callable[[Any], Any], ans: Any) -> tuple[Any, Any] | None:
+    """``(a, conj(b))`` of a derivative ``dz -> a dz + b conj(dz)`` from its vjp in JAX's
+    convention, ``vjp(g) = g a + conj(g) conj(b)``: ``vjp(1) = a + conj(b)`` and
+    ``vjp(1j) = 1j (a - conj(b))``. ``vjp(g)`` takes a cotangent shaped like ``ans``.
+
+    For a real ``ans`` (the cotangent is real: ``abs``, ``angle``, a norm) only ``vjp(1)``
+    exists; then ``b = conj(a)`` and the jvp is ``Re(vjp(1) dz)``, given as ``(vjp(1),
+    None)``. None where the vjp gives none (no derivative in that argument).
+    """
+    one = np.ones(np.shape(ans), cotangent_dtype(np.result_type(ans)))
+    at_one = vjp(one)
+    if at_one is None or _kind(ans) != "c":
+        return None if at_one is None else (at_one, None)
+    at_i = vjp(1j * one)
+    return (at_one - 1j * at_i) / 2, (at_one + 1j * at_i) / 2
+
+
+def applied_parts(parts: tuple[Any, Any], t: Any) -> Any:
+    """``a t + b conj(t)`` elementwise, from :func:`wirtinger_parts`' ``(a, conj(b))``."""
+    a, conj_b = parts
+    if conj_b is None:  # a real output: Re(2a t)
+        return np.real(a * t)
+    if _kind(t) != "c":  # (a real tangent: conj(t) = t)
+        return (a + np.conjugate(conj_b)) * t
+    return a * t + np.conjugate(conj_b * t)
+
+
+def _complex_elementwise(vjps: tuple[Any, ...], tangents: list[Any], ans: Any, args: Any,
+                         kwargs: Any) -> Any:  # fmt: skip
+    """The elementwise jvp where complex numbers meet it: per argument, its Wirtinger
+    parts (two vjps, elementwise) applied to its tangent lifted to the output's rank."""
+    total = None
+    for i, t in enumerate(tangents):
+        if t is None or i >= len(vjps) or vjps[i] is None:
+            continue
+        vjp = vjps[i]
+        parts = wirtinger_parts(
+            lambda g, vjp=vjp: vjp(g, ans, *args, **kwargs) if kwargs else vjp(g, ans, *args),
+            ans,
+        )
+        if parts is None:
+            continue
+        part = applied_parts(parts, lift(t, np.ndim(ans)))
+        total = part if total is None else total + part
+    return total
+
+
+def complex_exact(jvp: Any) -> Any:
+    """Mark a forward rule right for complex values as written (see the module docstring);
+    a rule without the mark meets complex values through its transposed vjps."""
+    jvp.complex_exact = True
+    return jvp
+
+
+def is_complex_exact(jvp: Any) -> bool:
+    """Whether ``jvp`` was marked with :func:`complex_exact`."""
+    return getattr(jvp, "complex_exact", False)
 
 
 def _into(a: Any, b: Any, tangents: list[Any]) -> bool:
@@ -175,7 +260,7 @@ class Linear(Derivation):
             return total
 
         linear_jvp.kind = self.kind  # type: ignore[attr-defined]
-        return linear_jvp
+        return complex_exact(linear_jvp)
 
 
 def linear(batched: Callable[..., Any] | None = None) -> Linear:
@@ -251,10 +336,8 @@ class Transposed(Derivation):
                 ) from error
 
         transposed_jvp.kind = self.kind  # type: ignore[attr-defined]
-        return transposed_jvp
+        return complex_exact(transposed_jvp)
 
-
-TRANSPOSED = Transposed()
 
 TRANSPOSED = Transposed()
 
@@ -289,8 +372,12 @@ __all__ = [
     "ELEMENTWISE",
     "TRANSPOSED",
     "Derivation",
+    "applied_parts",
     "batch_axis",
+    "complex_exact",
     "hand",
+    "involves_complex",
+    "is_complex_exact",
     "kind_of",
     "lift",
     "linear",
@@ -299,6 +386,7 @@ __all__ = [
     "register_transposer",
     "stacked",
     "through_gradient",
+    "wirtinger_parts",
 ]
 
 
@@ -316,12 +404,18 @@ def through_gradient(vjp: Callable[..., Any], axes_of: Callable[..., Any]) -> Ca
     def gradient_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
         t = tangents[0]
         kw = kwargs or {}
-        grad = vjp(np.ones_like(ans), ans, *args, **kw)
         axes, keepdims = axes_of(np.ndim(args[0]), kw)
-        return np.sum(grad * t, axis=tuple(a + 1 for a in axes), keepdims=keepdims)
+        if involves_complex(ans, tangents):  # (each group's Wirtinger parts)
+            parts = wirtinger_parts(lambda g: vjp(g, ans, *args, **kw), ans)
+            if parts is None:
+                return None
+            summands = applied_parts(parts, t)
+        else:
+            summands = vjp(np.ones_like(ans), ans, *args, **kw) * t
+        return np.sum(summands, axis=tuple(a + 1 for a in axes), keepdims=keepdims)
 
     gradient_jvp.kind = "gradient"  # type: ignore[attr-defined]
-    return gradient_jvp
+    return complex_exact(gradient_jvp)
 
 
 def passed_on(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
@@ -331,3 +425,4 @@ def passed_on(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
 
 
 passed_on.kind = "linear"  # type: ignore[attr-defined]
+complex_exact(passed_on)  # (a copy, or a cast: the cast of the tangent, done by the forward step)

@@ -281,12 +281,15 @@ def traced_densify(sparse: SparseCotangent) -> Any:
 # Re and Im under the pairing Re(u * v)), recorded like any multiplication in a
 # higher-order sweep.
 
+# (Re and Im are real-linear: each is its own jvp, applied to the tangent.)
 REAL_PART = VjpRule(
-    "real", np.real, (lambda g, ans, z: g * (1 + 0j),), ((),), handles_complex=True
-)
+    "real", np.real, (lambda g, ans, z: g * (1 + 0j),), ((),),
+    jvp=linear(lambda tangents, ans, args, kwargs: np.real(tangents[0])), handles_complex=True,
+)  # fmt: skip
 IMAG_PART = VjpRule(
-    "imag", np.imag, (lambda g, ans, z: g * -1j,), ((),), handles_complex=True
-)
+    "imag", np.imag, (lambda g, ans, z: g * -1j,), ((),),
+    jvp=linear(lambda tangents, ans, args, kwargs: np.imag(tangents[0])), handles_complex=True,
+)  # fmt: skip
 
 
 class _ArrayInterface:
@@ -324,10 +327,19 @@ def is_imaginary_part(part: np.ndarray, elements: np.ndarray) -> bool:
 # The write of one part of complex elements (z.real[i] = v) is recorded as the write
 # of whole elements built from the written part and the other part, read just before:
 # its vjps are the transposes of (re, im) -> re + i im: Re(c) and -Im(c).
+def _parts_jvp(tangents: list[Any], ans: Any, args: Any, kwargs: Any) -> Any:
+    """The tangent of re + i im: the real part's tangent plus i times the imaginary's."""
+    t_re, t_im = tangents
+    if t_im is None:
+        return t_re + 0j
+    return 1j * t_im if t_re is None else t_re + 1j * t_im
+
+
 COMPLEX_FROM_PARTS = VjpRule(
     "complex from parts",
     None,
     (lambda g, ans, re, im: np.real(g), lambda g, ans, re, im: -np.imag(g)),
     ((), ()),
+    jvp=linear(_parts_jvp),
     handles_complex=True,
 )

@@ -405,17 +405,6 @@ def complex_jacobian_message(what: str) -> str:
     )
 
 
-def complex_tangent_message(operation: str, site: Site | None) -> str:
-    """A complex value meeting forward mode, whose jvps are written for real values."""
-    return (
-        f"{operation} met a complex value that carries a tangent, at\n{format_site(site)}\n"
-        "mutagrad's forward mode does not carry complex tangents yet (reverse mode "
-        "differentiates complex values: see the README's Complex numbers).\n"
-        "Fix: differentiate this function in reverse mode (mutagrad.grad, jacrev, vjp), or "
-        "write this step in real arithmetic (np.real(z), np.imag(z))."
-    )
-
-
 def complex_message(operation: str, site: Site | None, users_rule: bool = False) -> str:
     """A complex value reaching a rule not written for complex values (``users_rule``: one
     registered with defvjp or rrule, which can declare itself right for them)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from mutagrad.core.jvps import hand
+from mutagrad.core.jvps import complex_exact, hand
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.mutation import assign_out
@@ -43,6 +43,7 @@ def _cumprod_vjp(g, ans, x, axis=None, dtype=None):
     return np.moveaxis(before * after, -1, axis)
 
 
+@complex_exact  # (linear)
 @hand
 def _cumsum_jvp(tangents, ans, args, kwargs):
     """cumsum is linear: the cumulative sum of the tangent along the same axis."""
@@ -53,6 +54,7 @@ def _cumsum_jvp(tangents, ans, args, kwargs):
     return np.cumsum(t, axis=normalize_axis_index(axis, np.ndim(args[0])) + 1)
 
 
+@complex_exact  # (the product rule, holomorphic)
 @hand
 def _cumprod_jvp(tangents, ans, args, kwargs):
     """y_j = y_{j-1} x_j, so dy_j = dy_{j-1} x_j + y_{j-1} dx_j, along the axis (exact

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.jvps import hand
+from mutagrad.core.jvps import complex_exact, hand
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.core.tangents import unbroadcast
 from mutagrad.errors import NotDifferentiableError
@@ -142,6 +142,7 @@ def _operand_vjp(k: int):
     return vjp
 
 
+@complex_exact  # (multilinear)
 @hand
 def _einsum_jvp(tangents, ans, operands, kwargs):
     """An einsum is multilinear: for each operand with a tangent, the same einsum with the

@@ -423,6 +423,7 @@ REAL_EIGENVECTORS = VjpRule(
     lambda a: np.linalg.eig(a)[1],
     (_real_eigenvectors_vjp,),
     ((0, ANS),),
+    jvp=TRANSPOSED,
     handles_complex=True,
 )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from mutagrad.core.jvps import linear
 from mutagrad.core.registry import VjpRule, implements
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.mutation import assign_out
@@ -52,6 +53,27 @@ def _axes_of(ndim, s, axes):
     return [normalize_axis_index(a, ndim) for a in axes]
 
 
+def _one_axis_jvp(transform):
+    """The forward rule of a one-axis transform: the same transform of the tangent (it is
+    real-linear: ``rfft`` of a real input, ``irfft`` ignoring imaginary parts, too)."""
+
+    def batched(tangents, ans, args, kwargs):
+        a, kw = args[0], kwargs or {}
+        axis = normalize_axis_index(kw.get("axis", -1), np.ndim(a)) + 1
+        return transform(tangents[0], n=kw.get("n"), axis=axis, norm=kw.get("norm"))
+
+    return linear(batched)
+
+
+def _many_axes_jvp(transform):
+    def batched(tangents, ans, args, kwargs):
+        a, kw = args[0], kwargs or {}
+        axes = [axis + 1 for axis in _axes_of(np.ndim(a), kw.get("s"), kw.get("axes"))]
+        return transform(tangents[0], s=kw.get("s"), axes=axes, norm=kw.get("norm"))
+
+    return linear(batched)
+
+
 def _one_axis_vjp(transform):
     def vjp(g, ans, a, n=None, axis=-1, norm=None):
         return _fitted(transform(g, axis=axis, norm=norm), np.shape(a),
@@ -68,16 +90,14 @@ def _many_axes_vjp(transform):
     return vjp
 
 
-FFT = VjpRule("fft.fft", np.fft.fft, (_one_axis_vjp(np.fft.fft),), ((),), handles_complex=True)
-IFFT = VjpRule(
-    "fft.ifft", np.fft.ifft, (_one_axis_vjp(np.fft.ifft),), ((),), handles_complex=True
-)
-FFTN = VjpRule(
-    "fft.fftn", np.fft.fftn, (_many_axes_vjp(np.fft.fftn),), ((),), handles_complex=True
-)
-IFFTN = VjpRule(
-    "fft.ifftn", np.fft.ifftn, (_many_axes_vjp(np.fft.ifftn),), ((),), handles_complex=True
-)
+FFT = VjpRule("fft.fft", np.fft.fft, (_one_axis_vjp(np.fft.fft),), ((),),
+              jvp=_one_axis_jvp(np.fft.fft), handles_complex=True)  # fmt: skip
+IFFT = VjpRule("fft.ifft", np.fft.ifft, (_one_axis_vjp(np.fft.ifft),), ((),),
+               jvp=_one_axis_jvp(np.fft.ifft), handles_complex=True)  # fmt: skip
+FFTN = VjpRule("fft.fftn", np.fft.fftn, (_many_axes_vjp(np.fft.fftn),), ((),),
+               jvp=_many_axes_jvp(np.fft.fftn), handles_complex=True)  # fmt: skip
+IFFTN = VjpRule("fft.ifftn", np.fft.ifftn, (_many_axes_vjp(np.fft.ifftn),), ((),),
+                jvp=_many_axes_jvp(np.fft.ifftn), handles_complex=True)  # fmt: skip
 
 
 def _rfft_vjp(g, ans, a, n=None, axis=-1, norm=None):
@@ -88,7 +108,8 @@ def _rfft_vjp(g, ans, a, n=None, axis=-1, norm=None):
 
 
 # (a real input and a complex output: numpy raises TypeError for a complex input)
-RFFT = VjpRule("fft.rfft", np.fft.rfft, (_rfft_vjp,), ((),), handles_complex=True)
+RFFT = VjpRule("fft.rfft", np.fft.rfft, (_rfft_vjp,), ((),), jvp=_one_axis_jvp(np.fft.rfft),
+               handles_complex=True)  # fmt: skip
 
 
 def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None):
@@ -104,7 +125,8 @@ def _irfft_vjp(g, ans, a, n=None, axis=-1, norm=None):
     return _fitted(c * weights.reshape(shape), np.shape(a), [axis])
 
 
-IRFFT = VjpRule("fft.irfft", np.fft.irfft, (_irfft_vjp,), ((),), handles_complex=True)
+IRFFT = VjpRule("fft.irfft", np.fft.irfft, (_irfft_vjp,), ((),),
+                jvp=_one_axis_jvp(np.fft.irfft), handles_complex=True)  # fmt: skip
 
 
 def _one_axis(rule, name):

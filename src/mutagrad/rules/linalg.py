@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from mutagrad.core.jvps import Derivation, hand, lift, multilinear, through_gradient
+from mutagrad.core.jvps import Derivation, complex_exact, hand, lift, multilinear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.factorizations import (
@@ -83,7 +83,7 @@ class _Matmul(Derivation):
             return per_direction(tangents, ans, args, kwargs) if t is None else t
 
         matmul_jvp.kind = "multilinear"
-        return matmul_jvp
+        return complex_exact(matmul_jvp)
 
 
 ufunc_rule(
@@ -378,6 +378,7 @@ def _solve_vjp_a(g, ans, a, b):
     return -np.matmul(gb, _mT(ans))
 
 
+@complex_exact  # (holomorphic)
 @hand
 def _solve_jvp(tangents, ans, args, kwargs):
     """x = a^-1 b, so dx = a^-1 (db - da x): one more solve with the same matrix, every
@@ -414,7 +415,9 @@ INV = VjpRule(
     # d(a^-1) = -a^-1 da a^-1, so the cotangent of a is -a^-T g a^-T.
     (lambda g, ans, a: -np.matmul(_mT(ans), np.matmul(g, _mT(ans))),),
     ((ANS,),),
-    jvp=hand(lambda tangents, ans, args, kwargs: -np.matmul(ans, np.matmul(tangents[0], ans))),
+    jvp=complex_exact(hand(  # (holomorphic)
+        lambda tangents, ans, args, kwargs: -np.matmul(ans, np.matmul(tangents[0], ans))
+    )),
     handles_complex=True,
 )
 
@@ -464,11 +467,16 @@ LOGABSDET = VjpRule(
 )
 # The sign of a complex determinant is det / |det| = exp(i arg det), smooth where det is
 # not 0: d sign = sign * i Im tr(a^-1 da), so abar = i Im(g * sign) a^-T.
+def _complex_sign_vjp(g, ans, a):
+    return 1j * _as_matrix_factor(np.imag(g * ans)) * _mT(np.linalg.inv(a))
+
+
 COMPLEX_SIGN = VjpRule(
     "linalg.slogdet",
     lambda a: np.linalg.slogdet(a)[0],
-    (lambda g, ans, a: 1j * _as_matrix_factor(np.imag(g * ans)) * _mT(np.linalg.inv(a)),),
+    (_complex_sign_vjp,),
     ((0, ANS),),
+    jvp=through_gradient(_complex_sign_vjp, _matrix_axes),  # (not holomorphic: both parts)
     handles_complex=True,
 )
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from mutagrad.core.jvps import batch_axis, hand, linear, through_gradient
+from mutagrad.core.jvps import batch_axis, complex_exact, hand, linear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.traced.dispatch import apply, call_without_derivative
 from mutagrad.traced.mutation import assign_out
@@ -132,6 +132,7 @@ def _linear_reduction_jvp(function, vjp):
     axis kept (``initial=`` is a constant and ``where=`` is given to the vjp's route)."""
     by_gradient = _gradient_jvp(vjp)
 
+    @complex_exact  # (linear)
     @hand
     def jvp(tangents, ans, args, kwargs):
         kw = kwargs or {}

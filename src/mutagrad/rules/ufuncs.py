@@ -156,7 +156,8 @@ def _complex_sign_vjp(g, ans, z):
 
 UFUNC_RULES[np.sign] = ComplexOnly(
     np.sign,
-    VjpRule("sign", np.sign, (_complex_sign_vjp,), ((0,),), handles_complex=True),
+    VjpRule("sign", np.sign, (_complex_sign_vjp,), ((0,),), jvp=ELEMENTWISE,
+            handles_complex=True),
 )
 
 
@@ -170,7 +171,7 @@ def _angle_vjp(g, ans, z, deg=False):
     return grad * (180 / np.pi) if deg else grad
 
 
-ANGLE = VjpRule("angle", np.angle, (_angle_vjp,), ((0,),), handles_complex=True)
+ANGLE = VjpRule("angle", np.angle, (_angle_vjp,), ((0,),), jvp=ELEMENTWISE, handles_complex=True)
 
 
 @implements(np.angle)

@@ -22,20 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, Trace, refuse_complex_tangent
-from mutagrad.core.memory import Region
+from mutagrad.core.engine import STATE, Trace
+from mutagrad.core.jvps import TRANSPOSED, involves_complex, is_complex_exact
 from mutagrad.core.tangents import cotangent_dtype
-from mutagrad.diagnostics.messages import missing_forward_rule_message
+from mutagrad.diagnostics.messages import complex_message, missing_forward_rule_message
 from mutagrad.diagnostics.sites import user_site
-from mutagrad.errors import MissingForwardRuleError
+from mutagrad.errors import MissingForwardRuleError, NotDifferentiableError
 from mutagrad.traced.tangents import (
     indexed_tangent,
     set_tangent,
     tangent_of,
+    tangent_view,
     writable_tangent,
     write_tangent,
 )
-from mutagrad.traced.value import WrappedValue, make_view
+from mutagrad.traced.value import WrappedValue
 
 
 def forward_result(
@@ -70,8 +71,8 @@ def level_jvp(
     if jvp is None:
         name, user = (f"np.{rule.name}", None) if rule.trusted else (rule.name, "defvjp")
         raise MissingForwardRuleError(missing_forward_rule_message(name, user))
-    if ans._raw.dtype.kind == "c":
-        refuse_complex_tangent(ans._raw.dtype, f"np.{rule.name}", user_site())
+    if involves_complex(ans._raw, tangents):
+        jvp = complex_jvp(rule)
     kw = kwargs if kwargs and rule.params else None
     parent = level.parent
     if parent is None:
@@ -81,6 +82,36 @@ def level_jvp(
         return _finished(jvp(tangents, ans, args, kw), level.width, ans, tangents, jvp)
     finally:
         STATE.reset(token)
+
+
+# The forward rules of hand-written jvps not marked right for complex values: their
+# reverse rules transposed (see complex_jvp), made the first time complex values meet them.
+_TRANSPOSED_FOR_COMPLEX: dict[Any, Any] = {}
+
+
+def complex_jvp(rule: Any) -> Any:
+    """The forward rule of ``rule`` where complex values meet it: its own where it is marked
+    right for them (mutagrad.core.jvps), else (a hand-written one for real matrices,
+    ``cholesky``'s, ``eigh``'s) its vjps transposed, exact as they are. A rule whose vjps are
+    not right for complex values is refused by name, as reverse mode refuses it."""
+    if not rule.handles_complex:
+        raise NotDifferentiableError(
+            complex_message(_operation(rule), user_site(), not getattr(rule, "trusted", True))
+        )
+    if is_complex_exact(rule.jvp):
+        return rule.jvp
+    jvp = _TRANSPOSED_FOR_COMPLEX.get(rule)
+    if jvp is None:
+        jvp = _TRANSPOSED_FOR_COMPLEX[rule] = TRANSPOSED.bind(rule.applied, rule.vjps)
+    return jvp
+
+
+def _operation(rule: Any) -> str:
+    """A rule's name as an error names it (numpy's with ``np.``; SciPy's and a user's as they
+    are)."""
+    if getattr(rule, "trusted", True) and not rule.name.startswith("scipy."):
+        return f"np.{rule.name}"
+    return str(rule.name)
 
 
 def _finished(t: Any, width: int, ans: Any, tangents: list[Any], jvp: Any) -> Any:
@@ -93,6 +124,10 @@ def _finished(t: Any, width: int, ans: Any, tangents: list[Any], jvp: Any) -> An
         t = np.broadcast_to(t, shape)
     dtype = cotangent_dtype(ans.dtype)
     if t.dtype != dtype:
+        if t.dtype.kind == "c" and dtype.kind != "c":
+            # A complex tangent of a real value: the value is a cast (astype, copy into a
+            # real dtype), which keeps the real part, and so does its derivative.
+            t = np.real(t)
         t = t.astype(dtype)
     else:
         for ti in tangents:
@@ -161,10 +196,7 @@ def _place(w: WrappedValue, base: WrappedValue, level: Any, traced: bool) -> Any
     t = writable_tangent(base, level, level.width, traced)
     if w is base:
         return t
-    region = Region(w._raw, base._raw)
-    if isinstance(t, WrappedValue):
-        return make_view(t, region.batched_view_of(t._raw))
-    return region.batched_view_of(t)
+    return tangent_view(w._raw, base._raw, t)
 
 
 def forward_into(

@@ -34,7 +34,6 @@ from mutagrad.core.engine import (
     Trace,
     VjpRule,
     WriteRecord,
-    refuse_complex_tangent,
     refuse_other_thread_write,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
@@ -59,7 +58,7 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import indexing
-from mutagrad.traced.forward import forward_into, forward_write, inputs_kept
+from mutagrad.traced.forward import forward_into, forward_result, forward_write, inputs_kept
 from mutagrad.traced.value import (
     BORROWED,
     BUFFER,
@@ -486,11 +485,9 @@ def commit(
 
 def _refuse_forward_write_into(base: WrappedArray, site: Site | None) -> None:
     """A value with a tangent written into ``base``: refused where the tangent would be lost
-    (memory numpy handed out as a plain array) or is not carried yet (a complex array)."""
+    (memory numpy handed out as a plain array)."""
     if base._flags & EXPORTED:
         _refuse_exported(site)
-    refuse_complex_tangent(base._raw.dtype, "a write of a value with a tangent into a complex "
-                           "array", site if site is not None else user_site())  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -658,12 +655,14 @@ def _assign_part(
     if elements is None:  # (is_part_view holds: numpy's part views always fit)
         raise AssertionError("a view of one part of complex elements that they do not fit")
     node = None
+    tangent = trace is not None and bool(trace.forward) and tangents_among((value,), trace.forward)
     if trace is not None:
-        if trace.forward and tangents_among((value, base), trace.forward):
-            _refuse_forward_write_into(base, None)  # (forward mode: no complex tangents yet)
+        if tangent:
+            _refuse_forward_write_into(base, None)
         imaginary = is_imaginary_part(data, elements)
         node = _parts_node(base, elements, key, mask, value, imaginary, trace)
-    kind, place, index_out, winners, _ = _landing(w, data, key, basic, mask, node is not None)
+    differentiated = node is not None or tangent
+    kind, place, index_out, winners, _ = _landing(w, data, key, basic, mask, differentiated)
     write = _poison(base, data, key, kind, place, mask, index_out, operation, trace, own)
     _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
     base._version += 1
@@ -671,6 +670,9 @@ def _assign_part(
         whole_place = _landing(w, elements, key, basic, mask, node is not None)[1]
         site = write.site if write is not None else None
         commit(base, whole_place, node, trace, kind, index_out, winners, site)
+        if trace.forward:  # (the part's tangent: the same part of the elements' tangents)
+            forward_write(w, base, key, index_out if mask is not None else None, winners,
+                          value, trace)  # fmt: skip
 
 
 def _parts_node(
@@ -1035,16 +1037,16 @@ def _write_part_in_place(
     perform(raw, result)
     value: Any = result
     node = None
-    if (
-        trace is not None
-        and rule is not None
-        and any(n is not None for n in nodes)
-        and not truncates(result, raw, nodes)
-    ):
-        node, need_ans = record(rule, inputs, raw, nodes, result, kwargs, trace, user_site())
-        value = WrappedArray(result, node)
-        if need_ans:
-            save_output(node, value, trace.mode)
+    if trace is not None and rule is not None and not truncates(result, raw, nodes):
+        if any(n is not None for n in nodes):
+            node, need_ans = record(rule, inputs, raw, nodes, result, kwargs, trace, user_site())
+            value = WrappedArray(result, node)
+            if need_ans:
+                save_output(node, value, trace.mode)
+        if trace.forward and tangents_among(inputs, trace.forward):
+            # (the inputs' tangents as they are before the part is written)
+            wrapped = value if node is not None else WrappedArray(result)
+            value = forward_result(rule, inputs, raw, wrapped, kwargs, trace)
     _assign_part(out, Ellipsis, value, operation, None, node)
     return out
 

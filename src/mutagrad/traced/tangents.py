@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.memory import Region, has_layout, layout_buffer, tangent_layout
+from mutagrad.core.regions import complex_elements, is_imaginary_part
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.errors import SnapshotUnavailableError
 from mutagrad.traced.value import (
@@ -68,16 +69,28 @@ def tangent_of(x: Any, level: Any) -> Any:
     t = laid_out(base, level)
     if _same_memory(x._raw, base._raw):
         return t  # (a handle of the whole base: no Region, which a stride-0 base has none of)
-    region = Region(x._raw, base._raw)
-    if isinstance(t, WrappedValue):
-        return make_view(t, region.batched_view_of(t._raw))
-    return region.batched_view_of(t)
+    return tangent_view(x._raw, base._raw, t)
+
+
+def tangent_view(data: np.ndarray, base: np.ndarray, t: Any) -> Any:
+    """The tangent of ``data``, a view of ``base``, within ``t``, the base's tangent laid
+    out as the base is: the same view in every slice. Of one part of complex elements
+    (``z.real``, ``z.imag``) the same part of the elements' tangents: the tangent of the
+    real part of a value is the real part of its tangent."""
+    elements = complex_elements(data, base) if data.itemsize != base.itemsize else None
+    region = Region(data if elements is None else elements, base)
+    raw = region.batched_view_of(t._raw if isinstance(t, WrappedValue) else t)
+    if elements is not None:
+        raw = raw.imag if is_imaginary_part(data, elements) else raw.real
+    return make_view(t, raw) if isinstance(t, WrappedValue) else raw
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
-    """``a`` views exactly the elements of ``b``, in the same order."""
+    """``a`` views exactly the elements of ``b``, in the same order (not one part of them:
+    ``z.real`` of a complex ``z`` has its shape, strides and address)."""
     return (
-        a.shape == b.shape
+        a.itemsize == b.itemsize
+        and a.shape == b.shape
         and a.strides == b.strides
         and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
     )
