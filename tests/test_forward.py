@@ -567,3 +567,19 @@ def test_a_value_with_a_tangent_used_in_another_thread_is_refused():
 
     with pytest.raises(mg.NotDifferentiableError, match="thread"):
         mg.jvp(f, (X,), (np.ones(6),))
+
+
+def test_forward_over_reverse_through_a_value_the_inner_function_closes_over():
+    # The inner gradient depends on z only through the closure: z is a constant of the inner
+    # tape, saved by its pullback, and its tangent must reach the sweep (it gave 0 before).
+    x = np.array([0.3, 1.2, -0.5])
+    t = np.array([1.0, 2.0, 3.0])
+
+    def rolled(z):
+        return mg.grad(lambda v: np.sum(np.roll(v, 1) * z * z[0]))(np.ones(3))
+
+    h = 1e-6
+    expected = (rolled(x + h * t) - rolled(x - h * t)) / (2 * h)
+    np.testing.assert_allclose(mg.jvp(rolled, (x,), (t,))[1], expected, rtol=1e-7)
+    np.testing.assert_allclose(mg.jacfwd(rolled)(x) @ t, expected, rtol=1e-7)
+    np.testing.assert_allclose(mg.jacrev(rolled)(x) @ t, expected, rtol=1e-7)

@@ -847,7 +847,16 @@ class BackwardPass:
             if base is None:
                 tangents = getattr(value, "tangents", None)
             value = value.read()
-        if isinstance(value, Meta) or node is None:
+        if isinstance(value, Meta):
+            return value
+        if node is None and (
+            self.outer_mask != -1
+            or (tangents is None and getattr(base if base is not None else value, "_tangents",
+                                             None) is None)
+        ):  # fmt: skip
+            # A constant of this tape: raw, unless a forward level around the sweep gave it
+            # a tangent (a value the function closes over): the pullback's result depends on
+            # it there, and the handle carries its tangents to that level.
             return value
         return TRACED.handle(value, node, base, tangents)
 
