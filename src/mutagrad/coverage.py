@@ -704,12 +704,15 @@ FORWARD_END = "<!-- forward-coverage:end -->"
 #: How each kind of forward rule is made (mutagrad.core.jvps), in the table's order.
 FORWARD_KINDS = {
     "elementwise": "derived from the vjps: the Jacobian is diagonal (ufuncs, and what "
-    "broadcasts like them), so each vjp applied to the tangent is the jvp",
+    "broadcasts like them), so each vjp applied to the tangent is the jvp (on complex values, "
+    "the vjps of 1 and 1j give both Wirtinger parts, a holomorphic function's or not)",
     "linear": "the rule applied to the tangents (the function is linear in them)",
     "multilinear": "the rule with one argument replaced by its tangent, summed",
     "gradient": "derived from the vjp: each output depends on one group of elements, so the "
-    "jvp is the group sum of the gradient (the vjp of ones) times the tangent",
-    "hand": "a forward rule of its own",
+    "jvp is the group sum of the gradient (the vjp of ones) times the tangent (on complex "
+    "values, of both Wirtinger parts)",
+    "hand": "a forward rule of its own (on complex values the vjp transposed, unless it is "
+    "marked right for them: sum, mean, cumsum, cumprod, einsum, solve, inv)",
     "transposed": "derived from the vjp by transposition (mutagrad.transposition): the vjp is "
     "linear in its cotangent, so differentiating it once on a traced cotangent gives J t; at a "
     "forward level alone (jvp, jacfwd, hessian), refused by name under a level around it",
@@ -787,6 +790,8 @@ def forward_table() -> str:
     rules = forward_rules()
     lines = ["| forward rule | how it is made | rules |", "| --- | --- | --- |"]
     for kind, how in FORWARD_KINDS.items():
+        if not rules[kind]:
+            continue  # (no rule left without a forward rule: no row for none)
         names = ", ".join(f"`{n}`" for n in rules[kind])
         lines.append(f"| {kind} ({len(rules[kind])}) | {how} | {names} |")
     return "\n".join(lines)

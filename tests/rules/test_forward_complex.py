@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_complex import CASES, HPD, M, ROW, Z, complex_array
+from test_complex import CASES, HPD, ROW, M, Z, complex_array
 
 import mutagrad as mg
 
@@ -119,7 +119,7 @@ def test_the_tangent_of_a_real_value_is_real_and_a_complex_one_for_it_is_refused
     x = np.array([0.5, -1.0])
     _, t = mg.jvp(lambda x: np.abs(np.exp(1j * x) * (x + 2j)), (x,), (np.ones(2),))
     assert t.dtype == np.float64
-    with pytest.raises(TypeError, match="complex tangent .* for a real primal"):
+    with pytest.raises(TypeError, match=r"complex tangent .* for a real primal"):
         mg.jvp(np.sin, (x,), (np.ones(2) * 1j,))
     # a complex primal takes a real tangent (a real direction), cast
     _, t = mg.jvp(np.square, (ROW,), (np.ones(3),))

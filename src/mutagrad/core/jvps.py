@@ -143,8 +143,9 @@ def involves_complex(ans: Any, tangents: list[Any]) -> bool:
 
 
 def _kind(x: Any) -> str:
-    dtype = getattr(x, "dtype", None)  # (an array, traced or not: no result_type on the
-    return str((dtype if dtype is not None else np.result_type(x)).kind)  # hot path)
+    """``x``'s dtype kind: read off the array where it is one (every forward step asks)."""
+    dtype = getattr(x, "dtype", None)
+    return str((dtype if dtype is not None else np.result_type(x)).kind)
 
 
 def wirtinger_parts(vjp: Callable[[Any], Any], ans: Any) -> tuple[Any, Any] | None:
@@ -182,16 +183,21 @@ def _complex_elementwise(vjps: tuple[Any, ...], tangents: list[Any], ans: Any, a
     for i, t in enumerate(tangents):
         if t is None or i >= len(vjps) or vjps[i] is None:
             continue
-        vjp = vjps[i]
-        parts = wirtinger_parts(
-            lambda g, vjp=vjp: vjp(g, ans, *args, **kwargs) if kwargs else vjp(g, ans, *args),
-            ans,
-        )
+        parts = wirtinger_parts(_bound(vjps[i], ans, args, kwargs), ans)
         if parts is None:
             continue
         part = applied_parts(parts, lift(t, np.ndim(ans)))
         total = part if total is None else total + part
     return total
+
+
+def _bound(vjp: Callable[..., Any], ans: Any, args: Any, kwargs: Any) -> Callable[[Any], Any]:
+    """``vjp`` as a function of the cotangent alone."""
+
+    def of_cotangent(g: Any) -> Any:
+        return vjp(g, ans, *args, **kwargs) if kwargs else vjp(g, ans, *args)
+
+    return of_cotangent
 
 
 def complex_exact(jvp: Any) -> Any:
