@@ -63,6 +63,31 @@ WORKLOADS: dict[str, tuple[str, str]] = {
         "    return np.sum(h)",
         "mutagrad.gradient(f, x, *ws)",
     ),
+    "mse_vec N=1e6": (
+        "rng = np.random.default_rng(0); y, yh = rng.normal(size=10**6), rng.normal(size=10**6)\n"
+        "f = lambda y, yh: np.mean((y - yh) ** 2)",
+        "mutagrad.gradient(f, y, yh)",
+    ),
+    "numpy by hand, mse_vec N=1e6": (
+        "rng = np.random.default_rng(0); y, yh = rng.normal(size=10**6), rng.normal(size=10**6)\n"
+        "def f(y, yh):\n"
+        "    d = y - yh\n"
+        "    np.mean(d**2)\n"
+        "    g = d * (2 / d.size)\n"
+        "    return g, -g",
+        "f(y, yh)",
+    ),
+    "jvp W3 N=1e6": (
+        "rng = np.random.default_rng(0)\n"
+        "y, yh, vy, vyh = (rng.normal(size=10**6) for _ in range(4))\n"
+        "f = lambda y, yh: np.mean((y - yh) ** 2)",
+        "mutagrad.jvp(f, (y, yh), (vy, vyh))",
+    ),
+    "numpy forward, W3 N=1e6": (
+        "rng = np.random.default_rng(0); y, yh = rng.normal(size=10**6), rng.normal(size=10**6)\n"
+        "f = lambda y, yh: np.mean((y - yh) ** 2)",
+        "f(y, yh)",
+    ),
     "outside a call: fill of 100": (
         "def f():\n"
         "    w = mutagrad.array(np.zeros(100))\n"

@@ -163,6 +163,7 @@ def _thaw_waiting() -> None:
 PROOF_MINIMUM_BYTES = 4096
 
 _CO_OPTIMIZED = 1  # (inspect.CO_OPTIMIZED: a function's frame, whose names are fast locals)
+_NDARRAY = np.ndarray
 
 
 class Pending:
@@ -298,17 +299,30 @@ _OWN_REFERENCES = 1
 _OWN_REFERENCES_TO_OWNER = 3
 
 
-def prove_arguments(args: tuple[Any, ...], frame: FrameType | None) -> Pending | None:
+def prove_arguments(args: tuple[Any, ...]) -> Pending | None:
     """Freeze the candidate arrays among ``args`` (the boundary's own tuple) and find those
-    no view can reach; ``frame``, the caller's, may bind names to them.
+    no view can reach; the names of the boundary's caller may refer to them.
 
     None where there is nothing to prove, or an enclosing boundary's arrays
     still wait for their call (only mutagrad's own code has run since it
-    counted, and its arrays are frozen).
+    counted, and its arrays are frozen). Every gradient call pays for the
+    first test, so it is kept to a type and a size per argument.
     """
+    for a in args:
+        kind = type(a)
+        if kind is _NDARRAY:
+            if a.nbytes > PROOF_MINIMUM_BYTES:
+                break
+        elif (kind is tuple or kind is list) and any(
+            type(b) is _NDARRAY and b.nbytes > PROOF_MINIMUM_BYTES for b in a
+        ):
+            break
+    else:
+        return None
+    a = None  # (a reference the count would see)
     if not PROOF_ENABLED or PENDING.get() is not None:
         return None
-    return _prove(args, frame)
+    return _prove(args, sys._getframe(2))  # (2: the boundary's caller)
 
 
 def _prove(args: tuple[Any, ...], frame: FrameType | None) -> Pending | None:

@@ -64,9 +64,10 @@ def api_boundary(fn: Function, arguments: tuple[Any, Any, Any] | None = None) ->
 
     ``arguments``: ``(prepare, release, variable)`` for an entry point that
     builds a gradient call on its arguments (see
-    :func:`mutagrad.freezing.proving_boundary`): ``prepare(args, caller_frame)``
-    runs first; what it returns, if not None, is held in the context variable
-    ``variable`` while ``fn`` runs and given to ``release`` after.
+    :func:`mutagrad.freezing.proving_boundary`): ``prepare(args)`` runs first
+    (its caller's caller is the entry point's); what it returns, if not None,
+    is held in the context variable ``variable`` while ``fn`` runs and given
+    to ``release`` after.
     """
 
     prepare: Any
@@ -77,7 +78,7 @@ def api_boundary(fn: Function, arguments: tuple[Any, Any, Any] | None = None) ->
     @functools.wraps(fn)
     def entry_point(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # read by pytest: this frame is mutagrad's
-        prepared = prepare(args, sys._getframe(1)) if prepare is not None else None
+        prepared = prepare(args) if prepare is not None else None
         token = variable.set(prepared) if prepared is not None else None
         try:
             return fn(*args, **kwargs)
