@@ -12,6 +12,7 @@ again after every call, however it ends.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
@@ -154,6 +155,9 @@ ALIASES = {
     "frombuffer": lambda a: np.frombuffer(a),
     "as_strided": lambda a: np.lib.stride_tricks.as_strided(a),
     "ndarray over its buffer": lambda a: np.ndarray(a.shape, a.dtype, buffer=a),
+    "ctypes pointer": lambda a: np.ctypeslib.as_array(
+        a.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), shape=a.shape
+    ),
 }
 
 
