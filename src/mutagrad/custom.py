@@ -461,6 +461,8 @@ class ClosureRule(CallRule):
         """
         if level.parent is not None or level.tape is not None:
             raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
+        if level.journal is not None:  # (its pullback reads what the closure holds, unseen)
+            level.journal.give_up(f"the rrule for {self.name}, whose pullback is a closure")
         y, back = self._run(args, kwargs, leaves, flat, raw_leaves, raw)
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
         out = wrap(y)

@@ -54,6 +54,7 @@ from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferent
 from mutagrad.freezing import can_freeze, proving_boundary
 from mutagrad.porting import hvp as reverse_hvp
 from mutagrad.traced.dispatch import apply
+from mutagrad.traced.linear import Journal
 from mutagrad.traced.tangents import lend_tangent, set_tangent, share_tangents, tangent_of
 from mutagrad.traced.value import WrappedValue, any_active
 from mutagrad.transforms import (
@@ -201,14 +202,16 @@ def _carries_tangent(leaf: Any) -> bool:
     return _is_differentiable(leaf) or _is_complex(leaf)
 
 
-def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
-    """The user's tangent for ``primal`` as a batch of one direction, checked and cast."""
+def _batched_tangent(primal: Any, tangent: Any, what: str, batched: bool = False) -> Any:
+    """The user's tangent for ``primal`` as a batch of one direction, checked and cast
+    (``batched``: the tangent is already a batch, its directions along the first axis)."""
     shape = np.shape(primal._raw if isinstance(primal, WrappedValue) else primal)
     tshape = np.shape(tangent._raw if isinstance(tangent, WrappedValue) else tangent)
-    if tshape != shape:
+    if (tshape[1:] if batched else tshape) != shape or (batched and not tshape):
         raise ValueError(
             f"{what}: a tangent of shape {tshape} for a primal of shape {shape}; each tangent "
-            "must have its primal's shape"
+            + ("must have a leading axis of directions, then its primal's shape" if batched
+               else "must have its primal's shape")
         )
     dtype = _tangent_dtype(primal)
     if not isinstance(tangent, WrappedValue):
@@ -226,25 +229,50 @@ def _batched_tangent(primal: Any, tangent: Any, what: str) -> Any:
         raise TypeError(f"{what}: a tangent must hold numbers, got {tangent.dtype}")
     if np.result_type(tangent) != dtype:
         tangent = tangent.astype(dtype)
+    if batched:
+        return tangent
     return np.reshape(tangent, (1, *shape)) if isinstance(tangent, WrappedValue) else tangent[None]
+
+
+def _tangent_leaves(leaves: list[Any], tangents: Sequence[Any], what: str) -> list[Any]:
+    """The leaves of ``tangents``, one per primal leaf."""
+    tangent_leaves, _ = flatten(tuple(tangents))
+    if len(tangent_leaves) != len(leaves):
+        raise ValueError(
+            f"{what}: {len(leaves)} primal leaves but {len(tangent_leaves)} tangent leaves; "
+            "primals and tangents must have the same structure"
+        )
+    return tangent_leaves
 
 
 @collector_paused
 def _forward(
     f: Callable[..., Any], leaves: Sequence[Any], tangents: Sequence[Any], width: int,
-    owned: bool = False, sealed: Any = None,
+    owned: bool = False, sealed: Any = None, journal: Journal | None = None,
 ) -> tuple[Any, list[Any], ForwardCall]:  # fmt: skip
     """Run ``f`` on ``leaves`` at a forward level of ``width`` directions seeded with
     ``tangents`` (``owned``: made by the caller of this function, not the user):
-    ``(out, the tangent of each leaf of out, the finished call)``."""
+    ``(out, the tangent of each leaf of out, the finished call)``. ``journal``
+    (linearize's, for a level with none around it) records the tangent steps."""
     call = ForwardCall(tuple(leaves), width, sealed)
+    level = call.trace
+    if journal is not None:
+        assert isinstance(level, ForwardTrace) and level.parent is None
+        level.journal, journal.level = journal, level
+        for t in tangents:
+            journal.seed(t)
     try:
         call.seed(tangents, owned)
         out = call.run(f)
         check_not_open_buffer(out, "f")
         tangents_out = [call.tangent(v) for v in flatten(out)[0]]
+        if journal is not None and journal.given_up is None:
+            for v, t in zip(flatten(out)[0], tangents_out):
+                journal.output(v, level, t)
     finally:
         call.finish()
+        if journal is not None:
+            journal.seal()
     return nested_output(out, call), tangents_out, call
 
 
@@ -277,12 +305,7 @@ def jvp(
             "for one argument write jvp(f, (x,), (v,))"
         )
     leaves, rebuild = flatten(tuple(primals))
-    tangent_leaves, _ = flatten(tuple(tangents))
-    if len(tangent_leaves) != len(leaves):
-        raise ValueError(
-            f"jvp: {len(leaves)} primal leaves but {len(tangent_leaves)} tangent leaves; "
-            "primals and tangents must have the same structure"
-        )
+    tangent_leaves = _tangent_leaves(leaves, tangents, "jvp")
     seeds = [
         _batched_tangent(p, t, "jvp") if _carries_tangent(p) else None
         for p, t in zip(leaves, tangent_leaves)
@@ -522,18 +545,75 @@ def jacfwd(
 @proving_boundary
 def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any, Callable]:
     """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
-    ``primals``, as JAX's ``linearize``.
+    ``primals``, as JAX's ``linearize``; ``f_jvp.batched(*tangents)`` takes tangents with a
+    leading axis of directions and gives the products along each.
 
-    Forward mode keeps nothing between operations, so ``f_jvp`` runs ``f``
-    again in forward mode, on copies of the primals taken now (a later change
-    to the caller's arrays does not move the point); ``f`` must compute the
-    same thing each time (no random numbers).
+    ``f`` runs once, in forward mode, and every step that computes or writes a
+    tangent is recorded with the primal values it reads
+    (:mod:`mutagrad.traced.linear`); ``f_jvp`` replays only those steps. A value
+    that ``f`` (or the caller, through an array ``f`` kept) overwrites after a
+    step read it is copied just before the write, so the replay reads it as it
+    was. The primals are copied now: a later change to the caller's arrays does
+    not move the point.
+
+    Where the steps cannot be recorded, ``f_jvp`` runs ``f`` again in forward
+    mode at the same point (``f_jvp.reruns`` says why; ``f`` must then compute
+    the same thing each time): ``linearize`` inside a gradient call or another
+    transform, ``f_jvp`` called inside one or with traced tangents, an ``rrule``
+    in ``f``.
     """
     kept = tuple(_copied(p) for p in primals)
-    out = jvp(f, kept, tuple(_zeros_for(p) for p in kept), **kwargs)[0]
+    leaves, rebuild = flatten(kept)
+
+    def run(*xs: Any) -> Any:
+        return f(*rebuild(list(xs)), **kwargs)
+
+    journal = Journal() if STATE.get() is None else None
+    seeds = [
+        np.zeros((1, *np.shape(_data(p))), _tangent_dtype(p)) if _carries_tangent(p) else None
+        for p in leaves
+    ]
+    out, _, _ = _forward(run, leaves, seeds, 1, owned=True, journal=journal)
+    reruns = (
+        "linearize ran inside a gradient call or transform" if journal is None
+        else journal.given_up
+    )  # fmt: skip
+    rebuild_out = flatten(out)[1]
+
+    def replayed(tangents: tuple[Any, ...], batched: bool, caller: str) -> Any:
+        if len(tangents) != len(kept):
+            raise TypeError(
+                f"{caller} takes one tangent per primal ({len(kept)}), got {len(tangents)}"
+            )
+        tangent_leaves = _tangent_leaves(leaves, tangents, caller)
+        assert journal is not None
+        width = 1
+        seeds = []
+        for p, t in zip(leaves, tangent_leaves):
+            if not _carries_tangent(p):
+                seeds.append(None)
+                continue
+            seed = _batched_tangent(p, t, caller, batched)
+            width = seed.shape[0]
+            seeds.append(np.array(seed, dtype=seed.dtype, order="C"))  # (the replay's own)
+        if len({s.shape[0] for s in seeds if s is not None}) > 1:
+            raise ValueError(f"{caller}: the tangents have different numbers of directions")
+        results = journal.replay(seeds, width)
+        return rebuild_out([None if t is None else (t if batched else t[0]) for t in results])
+
+    def rerun_reason(tangents: tuple[Any, ...]) -> str | None:
+        if reruns is not None:
+            return reruns
+        if STATE.get() is not None:
+            return "f_jvp was called inside a gradient call or transform"
+        if any(isinstance(t, WrappedValue) for t in flatten(tangents)[0]):
+            return "a tangent is a traced value"
+        return None
 
     @api_boundary
     def f_jvp(*tangents: Any) -> Any:
+        if rerun_reason(tangents) is None:
+            return replayed(tangents, False, "linearize's f_jvp")
         if len(tangents) != len(kept):
             raise TypeError(
                 f"linearize's f_jvp takes one tangent per primal ({len(kept)}), "
@@ -541,6 +621,20 @@ def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any,
             )
         return jvp(f, kept, tangents, **kwargs)[1]
 
+    @api_boundary
+    def batched(*tangents: Any) -> Any:
+        reason = rerun_reason(tangents)
+        if reason is not None:
+            raise NotDifferentiableError(
+                "linearize's f_jvp.batched replays the steps recorded while f ran, and "
+                f"there are none to replay: {reason}.\n"
+                "Fix: call f_jvp once per direction (it runs f again there), or jacfwd."
+            )
+        return replayed(tangents, True, "linearize's f_jvp.batched")
+
+    f_jvp.batched = batched  # type: ignore[attr-defined]
+    f_jvp.reruns = reruns  # type: ignore[attr-defined]
+    f_jvp.held_bytes = journal.held_bytes if journal is not None else lambda: 0  # type: ignore[attr-defined]
     return out, f_jvp
 
 

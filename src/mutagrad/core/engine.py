@@ -206,10 +206,11 @@ class ForwardTrace(Trace):
     runs there, which that level records), or None when none encloses it.
     ``sealed``: the tape of a gradient call whose traced values the level
     refuses to read (``forwarddiff``'s level, which runs apart from the call
-    around it, with no parent).
+    around it, with no parent). ``journal``: what records the level's tangent
+    steps for ``linearize`` to replay (:mod:`mutagrad.traced.linear`), or None.
     """
 
-    __slots__ = ("other_thread_error", "sealed", "width")
+    __slots__ = ("journal", "other_thread_error", "sealed", "width")
 
     def __init__(
         self, depth: int, parent: Trace | None, width: int, mode: Any, sealed: Tape | None = None
@@ -223,6 +224,7 @@ class ForwardTrace(Trace):
         self.forward = (*self.forward, self)
         # (as Tape.other_thread_error, for a level with no tape)
         self.other_thread_error: MutagradError | None = None
+        self.journal: Any = None
 
 
 def raise_other_thread_error(holder: Any) -> None:

@@ -45,6 +45,9 @@ def forward_result(
     """Give ``out``, the value ``rule`` computed from ``args`` (raw data ``raw``), its
     tangent at every forward level of ``trace``; returns ``out``."""
     for level in trace.forward:
+        if level.journal is not None:  # (linearize: recorded for f_jvp)
+            level.journal.result(rule, args, raw, out, kwargs, level)
+            continue
         tangents = [tangent_of(a, level) for a in args]
         for t in tangents:
             if t is not None:
@@ -71,17 +74,27 @@ def level_jvp(
     if jvp is None:
         name, user = (f"np.{rule.name}", None) if rule.trusted else (rule.name, "defvjp")
         raise MissingForwardRuleError(missing_forward_rule_message(name, user))
+    parent = level.parent
+    if parent is None:
+        return raw_jvp(rule, tangents, ans._raw, raw, kwargs, level.width)
     if involves_complex(ans._raw, tangents):
         jvp = complex_jvp(rule)
     kw = kwargs if kwargs and rule.params else None
-    parent = level.parent
-    if parent is None:
-        return _finished(jvp(tangents, ans._raw, raw, kw), level.width, ans._raw, tangents, jvp)
     token = STATE.set(parent)
     try:
         return _finished(jvp(tangents, ans, args, kw), level.width, ans, tangents, jvp)
     finally:
         STATE.reset(token)
+
+
+def raw_jvp(
+    rule: Any, tangents: list[Any], ans: Any, raw: Any, kwargs: dict[str, Any] | None, width: int
+) -> Any:
+    """``rule``'s jvp on raw arrays (at a level with no level around it), finished to
+    ``(width,) + ans.shape``; also what ``linearize``'s replay calls."""
+    jvp = complex_jvp(rule) if involves_complex(ans, tangents) else rule.jvp
+    kw = kwargs if kwargs and rule.params else None
+    return _finished(jvp(tangents, ans, raw, kw), width, ans, tangents, jvp)
 
 
 # The forward rules of hand-written jvps not marked right for complex values: their
@@ -146,6 +159,9 @@ def _aliases(t: Any, other: Any) -> bool:
 def forward_element(w: WrappedValue, key: Any, out: WrappedValue, trace: Trace) -> WrappedValue:
     """Give ``out = w[key]`` (an element, or an advanced index: a copy) its tangents."""
     for level in trace.forward:
+        if level.journal is not None:
+            level.journal.element(w, key, out, level)
+            continue
         t = tangent_of(w, level)
         if t is None:
             continue
@@ -168,6 +184,9 @@ def forward_write(
     """After ``w[key] = value`` (or ``np.copyto(w, value, where=mask)``): write the value's
     tangent (zeros for a constant) at the same place of ``w``'s tangent, at every level."""
     for level in trace.forward:
+        if level.journal is not None:
+            level.journal.write(w, base, key, mask, winners, value, level)
+            continue
         tv = tangent_of(value, level)
         tangents = base._tangents
         if tv is None and (tangents is None or tangents.get(level) is None):
@@ -213,6 +232,9 @@ def forward_into(
     """
     kept_raw, kept_traced = kept
     for level in trace.forward:
+        if level.journal is not None:
+            level.journal.into(rule, inputs, kept_raw, out, base, kwargs, level)
+            continue
         tangents = [tangent_of(a, level) for a in inputs]
         t = None
         if rule is not None and any(t is not None for t in tangents):

@@ -179,7 +179,8 @@ def share_tangents(source: Any, target: Any, levels: tuple[Any, ...]) -> None:
     shared until a write into either copies them."""
     holder = source._base if source._base is not None else source
     for level in levels:
-        t = tangent_of(source, level)
+        journal = level.journal  # (linearize's record of the level's tangent steps)
+        t = tangent_of(source, level) if journal is None else journal.read(source, level)[0]
         if t is None:
             continue
         lend_tangent(target, level, t)
@@ -261,6 +262,9 @@ def region_tangents(base: Any, region: np.ndarray) -> dict[Any, Any] | None:
     place = Region(region, base._raw)
     kept = {}
     for level in list(base._tangents):
+        if level.journal is not None:  # (linearize: the copy is a step of its map)
+            kept[level] = level.journal.region_copy(base, place, level)
+            continue
         t = laid_out(base, level)
         if isinstance(t, WrappedValue):
             raise SnapshotUnavailableError(
