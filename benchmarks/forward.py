@@ -12,6 +12,10 @@ before it is timed:
 3. **Hessians**: forward over reverse (``jacfwd(jacrev(f))``) against reverse
    over reverse (``hessian_reverse``) on a loop program of 30 inputs and on
    the benchmark's network workload reduced to one 16x16 layer.
+4. **linearize**: ``f_jvp`` (the recorded tangent steps replayed, ``f`` not
+   run) against ``jvp`` (``f`` run in forward mode) on the loop program of
+   300 elements and on a vectorised program at N=1e6, with the memory the
+   recorded map holds.
 
 Peers (JAX's ``jvp`` eager, ``torch.func.jvp``, autograd's ``make_jvp``) run
 where they are installed; none is a dependency.
@@ -175,6 +179,40 @@ def hessians(samples: int, floor: float) -> list[dict[str, float]]:
     return results
 
 
+# -- 4. linearize: the replayed map against a forward run ---------------------------------
+
+
+def vectorised(x: Any) -> Any:
+    y = np.tanh(x) * x
+    y += np.sin(x) ** 2
+    return np.mean(np.exp(-y) * x)
+
+
+def linearized(samples: int, floor: float, n: int) -> list[dict[str, float]]:
+    results = []
+    for name, f, x in (
+        ("loop program, 300 elements", loop_loss,
+         np.random.default_rng(7).uniform(0.5, 1.5, 300)),
+        (f"vectorised program, N={n}", vectorised, np.random.default_rng(8).normal(size=n)),
+    ):  # fmt: skip
+        t = np.random.default_rng(9).normal(size=x.shape)
+        _, f_jvp = mg.linearize(f, x)
+        assert f_jvp.reruns is None
+        want = mg.jvp(f, (x,), (t,))[1]
+        assert abs(f_jvp(t) - want) <= 1e-12 * abs(want), (f_jvp(t), want)
+        engines: dict[str, Callable[[], Any]] = {
+            "jvp (f runs in forward mode)": lambda f=f, x=x, t=t: mg.jvp(f, (x,), (t,)),
+            "linearize's f_jvp (replay)": lambda f_jvp=f_jvp, t=t: f_jvp(t),
+            "linearize itself (the one run)": lambda f=f, x=x: mg.linearize(f, x),
+        }
+        medians = measure(engines, samples, floor)
+        _print(f"4. linearize, {name}", medians, "jvp (f runs in forward mode)")
+        print(f"  the recorded map holds {f_jvp.held_bytes() / 1e6:.3f} MB "
+              f"(x itself: {x.nbytes / 1e6:.3f} MB)")  # fmt: skip
+        results.append(medians)
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few samples, N=1e4 (not figures)")
@@ -183,6 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     w3(n, samples, floor)
     square_loop(30, samples, floor)
     hessians(samples, floor)
+    linearized(samples, floor, n)
 
 
 if __name__ == "__main__":

@@ -1322,6 +1322,20 @@ def transposed_forward_rule_whose_vjp_refuses():
 
 
 @trigger
+def linearize_batched_without_recorded_steps():
+    @mutagrad.primitive
+    def cube(v):
+        return v**3
+
+    @mutagrad.rrule(cube)
+    def cube_rule(v):
+        return v**3, lambda dy: (3 * v**2 * dy,)
+
+    _, f_jvp = mutagrad.linearize(lambda x: cube(x), X)  # (an rrule: f_jvp runs f again)
+    f_jvp.batched(X[None])
+
+
+@trigger
 def forwarddiff_reading_another_traced_value():
     def loss(w):
         c = w[0] * 2

@@ -49,6 +49,7 @@ from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.messages import made_writeable_message
+from mutagrad.diagnostics.sites import format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
 from mutagrad.freezing import can_freeze, proving_boundary
@@ -588,7 +589,7 @@ def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any,
         tangent_leaves = _tangent_leaves(leaves, tangents, caller)
         assert journal is not None
         width = 1
-        seeds = []
+        seeds: list[Any] = []
         for p, t in zip(leaves, tangent_leaves):
             if not _carries_tangent(p):
                 seeds.append(None)
@@ -626,8 +627,8 @@ def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any,
         reason = rerun_reason(tangents)
         if reason is not None:
             raise NotDifferentiableError(
-                "linearize's f_jvp.batched replays the steps recorded while f ran, and "
-                f"there are none to replay: {reason}.\n"
+                f"linearize's f_jvp.batched, at\n{format_site(user_site())}\nreplays the "
+                f"steps recorded while f ran, and there are none to replay: {reason}.\n"
                 "Fix: call f_jvp once per direction (it runs f again there), or jacfwd."
             )
         return replayed(tangents, True, "linearize's f_jvp.batched")

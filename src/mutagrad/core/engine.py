@@ -194,7 +194,7 @@ class Trace:
         self.mode = mode
         self.parent = parent
         self.thread = get_ident()
-        self.forward: tuple[Trace, ...] = parent.forward if parent is not None else ()
+        self.forward: tuple[ForwardTrace, ...] = parent.forward if parent is not None else ()
 
 
 class ForwardTrace(Trace):

@@ -39,8 +39,10 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import EXPORTED
+from mutagrad.core.jvps import kind_of
 from mutagrad.core.memory import Region, batched_layout, has_layout, layout_buffer, tangent_layout
 from mutagrad.core.modes import SNAPSHOT
+from mutagrad.core.tangents import Meta
 from mutagrad.traced.forward import _place, level_jvp, raw_jvp
 from mutagrad.traced.tangents import (
     Borrowed,
@@ -97,6 +99,11 @@ def _stored(holder: WrappedValue, level: Any) -> Any:
     tangents = holder._tangents
     t = tangents.get(level) if tangents is not None else None
     return t.tangent if type(t) is Borrowed else t
+
+
+def _meta(value: Any) -> Any:
+    """An array nothing reads, as its shape and dtype (other values as they are)."""
+    return Meta(value.shape, value.dtype) if isinstance(value, np.ndarray) else value
 
 
 def _read(value: Any) -> Any:
@@ -183,6 +190,8 @@ class Journal:
             self.steps.append(zeros)
             return slot
         source = self._slot(before)
+        if source is None:
+            return None
 
         def copy(env: list[Any], width: int) -> None:
             buffer = layout_buffer((width, *shape), dtype, layout)
@@ -192,7 +201,7 @@ class Journal:
         self.steps.append(copy)
         return slot
 
-    def _view(self, t: Any, source: int | None, region: Region) -> int:
+    def _view(self, t: Any, source: int, region: Region) -> int:
         """Name ``t``, ``region`` of every slice of the array in slot ``source``."""
         slot = self._new(t)
         layout = batched_layout(region.layout)
@@ -222,7 +231,7 @@ class Journal:
             return None, None
         after = _stored(holder, level)
         slot = self._storage(holder, before, after)
-        if t is after or self.given_up is not None:
+        if t is after or slot is None:
             return t, slot
         return t, self._view(t, slot, Region(x._raw, holder._raw))
 
@@ -233,7 +242,7 @@ class Journal:
         source = self._storage(base, before, t)
         view = region.batched_view_of(t)
         copy = view.copy()
-        if self.given_up is None:
+        if source is not None:
             viewed = self._view(view, source, region)
             slot = self._new(copy)
 
@@ -301,8 +310,12 @@ class Journal:
              owners: Any, kwargs: dict[str, Any] | None, t: Any) -> int:  # fmt: skip
         """Record a jvp whose output tangent is ``t``: it reads the slots ``sources`` and the
         values ``out`` (the output) and ``raw`` (the arguments, ``owners`` the traced ones)."""
-        ans = self._keep(out._raw, out)
-        kept = type(raw)(self._keep(r, o) for r, o in zip(raw, owners))
+        need, need_ans = self._reads(rule, sources, len(raw))
+        ans = self._keep(out._raw, out) if need_ans else _meta(out._raw)
+        kept = type(raw)(
+            self._keep(r, o) if need is None or need[i] else _meta(r)
+            for i, (r, o) in enumerate(zip(raw, owners))
+        )
         kw = {k: self._keep(v, v) for k, v in kwargs.items()} if kwargs and rule.params else None
         slot = self._new(t)
 
@@ -322,6 +335,19 @@ class Journal:
         self.steps.append(jvp)
         return slot
 
+    @staticmethod
+    def _reads(rule: Any, sources: list[int | None], n: int) -> tuple[Any, bool]:
+        """What a jvp reads of its ``n`` arguments (None: all) and whether it reads the output.
+
+        An elementwise jvp is its rule's vjps, which declare what they read
+        (``VjpRule.reads``); the rest arrive as :class:`Meta`, as they do in a
+        pullback, so an undeclared read fails loudly. Other jvps keep everything.
+        """
+        if kind_of(rule.jvp) != "elementwise":
+            return None, True
+        active = sum(1 << i for i, s in enumerate(sources) if s is not None)
+        return rule.plan(active, n)
+
     def element(self, w: WrappedValue, key: Any, out: WrappedValue, level: Any) -> None:
         """:func:`mutagrad.traced.forward.forward_element` at ``level``, recorded."""
         t, source = self.read(w, level)
@@ -329,7 +355,7 @@ class Journal:
             return
         new = indexed_tangent(t, key)
         set_tangent(out, level, new)
-        if self.given_up is not None:
+        if source is None:
             return
         slot = self._new(new)
         index = _own_copy(key)
@@ -353,11 +379,11 @@ class Journal:
         """Write ``t`` (slot ``source``; None: zeros) at ``key`` of ``w``'s tangent, recorded."""
         before = _stored(base, level)
         place = _place(w, base, level, False)
-        if self.given_up is not None:
+        after = _stored(base, level)
+        target = self._storage(base, before, after) if self.given_up is None else None
+        if target is None:
             write_tangent(place, key, mask, winners, t)
             return
-        after = _stored(base, level)
-        target = self._storage(base, before, after)
         if place is not after:
             target = self._view(place, target, Region(w._raw, base._raw))
         write_tangent(place, key, mask, winners, t)
