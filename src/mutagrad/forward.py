@@ -257,8 +257,9 @@ def _forward(
     (linearize's, for a level with none around it) records the tangent steps."""
     call = ForwardCall(tuple(leaves), width, sealed)
     level = call.trace
+    assert isinstance(level, ForwardTrace)
     if journal is not None:
-        assert isinstance(level, ForwardTrace) and level.parent is None
+        assert level.parent is None
         level.journal, journal.level = journal, level
         for t in tangents:
             journal.seed(t)
@@ -267,6 +268,8 @@ def _forward(
         out = call.run(f)
         check_not_open_buffer(out, "f")
         tangents_out = [call.tangent(v) for v in flatten(out)[0]]
+        if level.arbitrary_function:
+            refuse_arbitrary_basis_tangent(tangents_out, level)
         if journal is not None and journal.given_up is None:
             for v, t in zip(flatten(out)[0], tangents_out):
                 journal.output(v, level, t)
@@ -275,6 +278,24 @@ def _forward(
         if journal is not None:
             journal.seal()
     return nested_output(out, call), tangents_out, call
+
+
+def refuse_arbitrary_basis_tangent(tangents: list[Any], level: Any) -> None:
+    """Refuse an output tangent that carries NaN after ``level`` gave the completing columns
+    of a non-square factor their NaN tangent (``level.arbitrary_function``): the output then
+    depends on an arbitrary basis, which has no derivative."""
+    if not any(t is not None and np.isnan(t).any() for t in tangents):
+        return
+    raise NotDifferentiableError(
+        f"the output's tangent depends on the columns of {level.arbitrary_function} that "
+        "complete a non-square matrix's factor to a square one, taken at\n"
+        f"{format_site(level.arbitrary_basis)}\n"
+        "They are an arbitrary orthonormal basis (any rotation of them is as valid), with "
+        "no derivative; forward mode gives them a NaN tangent, and NaN reached the output "
+        "(or the output's tangent is NaN for another reason as well).\n"
+        "Fix: use the reduced factorization (full_matrices=False, mode='reduced') or only "
+        "the first min(m, n) columns (u[:, :k], vh[:k])."
+    )
 
 
 @proving_boundary

@@ -304,3 +304,90 @@ def test_every_rule_of_the_module_is_tested():
     assert registered, "found no rules: did the registry change?"
     missing = {getattr(r, "__name__", repr(r)) for r in registered - tested}
     assert not missing, f"rules without a test: {sorted(missing)}"
+
+
+# -- forward mode: the completing columns of a full factor ----------------------------------
+# svd(a, full_matrices=True) and qr(a, mode='complete') of a non-square matrix: forward
+# mode differentiates the first min(m, n) columns and gives the completing ones a NaN
+# tangent, refused by name where it reaches the output.
+
+
+def _forward_checked(f, a):
+    """jvp along a random direction == the reverse gradient's product == central differences;
+    jacfwd == jacrev; linearize's f_jvp == jvp."""
+    rng = np.random.default_rng(11)
+    v = rng.normal(size=a.shape)
+    _, t = mutagrad.jvp(f, (a,), (v,))
+    (g,) = mutagrad.gradient(f, a, mode="snapshot")
+    np.testing.assert_allclose(t, np.sum(g * v), rtol=1e-9, atol=1e-12)
+    step = 1e-6
+    fd = (f(a + step * v) - f(a - step * v)) / (2 * step)
+    np.testing.assert_allclose(t, fd, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(mutagrad.jacfwd(f)(a), g, rtol=1e-9, atol=1e-12)
+    _, f_jvp = mutagrad.linearize(f, a)
+    np.testing.assert_allclose(f_jvp(v), t, rtol=1e-12, atol=1e-14)
+
+
+def _weights(shape):
+    return np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape) / 7
+
+
+def _svd_losses(k):
+    return {
+        "S alone": lambda a: np.sum(np.linalg.svd(a)[1] ** 3),
+        "U[:, :k]": lambda a: np.sum(
+            (lambda u: u[..., :, :k] * np.sign(u[..., :1, :k]))(np.linalg.svd(a)[0])
+            * _weights((a.shape[-2], k))
+        ),
+        "reconstruction": lambda a: np.sum(np.sin(_reconstructed(*np.linalg.svd(a), k))),
+        # a write over the completing columns before U is read whole: constant zeros there
+        "completing columns overwritten": lambda a: _overwritten(a, k),
+    }
+
+
+def _reconstructed(u, s, vh, k):
+    return u[..., :, :k] * s[..., None, :] @ vh[..., :k, :]
+
+
+def _overwritten(a, k):
+    u, s, vh = np.linalg.svd(a)
+    u[..., :, k:] = 0.0
+    vh[..., k:, :] = 0.0
+    u = u * np.sign(u[..., :1, :])
+    return np.sum(u * _weights(u.shape[-2:])) + np.sum(s) + np.sum(vh**2)
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (2, 4, 2)], ids=str)
+@pytest.mark.parametrize("loss", list(_svd_losses(2)), ids=str)
+def test_forward_svd_full_matrices_of_a_non_square_matrix(shape, loss):
+    k = min(shape[-2:])
+    u, _, vh = np.linalg.svd(np.random.default_rng(5).normal(size=shape), full_matrices=False)
+    a = np.matmul(u * (np.arange(k, 0, -1) + 0.5), vh)  # singular values 1 apart: smooth
+    _forward_checked(_svd_losses(k)[loss], a)
+
+
+def test_forward_qr_complete_of_a_tall_matrix():
+    a = TALL + 0.1
+    _forward_checked(lambda a: np.sum(np.linalg.qr(a, "complete")[0][:, :2] * _weights((3, 2))), a)
+    _forward_checked(lambda a: np.sum(np.linalg.qr(a, "complete")[1] ** 2), a)
+
+
+@pytest.mark.parametrize(
+    "f, a",
+    [
+        (lambda a: np.sum(np.linalg.svd(a)[0] ** 3), TALL),
+        (lambda a: np.sum(np.linalg.svd(a)[2] @ np.ones(3)), TALL.T),
+        (lambda a: np.sum(np.linalg.qr(a, "complete")[0] * _weights((3, 3))), TALL),
+    ],
+    ids=["U of a tall matrix", "Vh of a wide matrix", "Q of a tall matrix"],
+)
+def test_forward_mode_refuses_a_tangent_through_the_completing_columns(f, a):
+    v = np.ones_like(a)
+    for differentiate in (
+        lambda: mutagrad.jvp(f, (a,), (v,)),
+        lambda: mutagrad.jacfwd(f)(a),
+        lambda: mutagrad.linearize(f, a),
+    ):
+        with pytest.raises(mutagrad.NotDifferentiableError, match="full_matrices=False") as e:
+            differentiate()
+        assert "test_factorizations.py" in str(e.value)  # (the user's line of the factorization)

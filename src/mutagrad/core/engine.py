@@ -208,9 +208,15 @@ class ForwardTrace(Trace):
     refuses to read (``forwarddiff``'s level, which runs apart from the call
     around it, with no parent). ``journal``: what records the level's tangent
     steps for ``linearize`` to replay (:mod:`mutagrad.traced.linear`), or None.
+    ``arbitrary_function`` and ``arbitrary_basis``: which factor and where the
+    level gave the completing columns of a non-square factor (``svd(...,
+    full_matrices=True)``, ``qr(..., mode='complete')``) their NaN tangent,
+    which an output must not carry ("" and None: none).
     """
 
-    __slots__ = ("journal", "other_thread_error", "sealed", "width")
+    __slots__ = (
+        "arbitrary_basis", "arbitrary_function", "journal", "other_thread_error", "sealed", "width",
+    )
 
     def __init__(
         self, depth: int, parent: Trace | None, width: int, mode: Any, sealed: Tape | None = None
@@ -225,6 +231,8 @@ class ForwardTrace(Trace):
         # (as Tape.other_thread_error, for a level with no tape)
         self.other_thread_error: MutagradError | None = None
         self.journal: Any = None
+        self.arbitrary_basis: Site | None = None
+        self.arbitrary_function = ""
 
 
 def raise_other_thread_error(holder: Any) -> None:

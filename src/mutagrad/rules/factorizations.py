@@ -33,11 +33,12 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
-from mutagrad.core.jvps import TRANSPOSED, linear
+from mutagrad.core.jvps import TRANSPOSED, hand, linear
 from mutagrad.core.record import push
 from mutagrad.core.regions import BASIC_INDEX, scatter
 from mutagrad.core.registry import ANS, VjpRule, implements
 from mutagrad.core.tangents import BASIC
+from mutagrad.diagnostics.sites import user_site
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.traced.dispatch import apply
 from mutagrad.traced.value import (
@@ -83,6 +84,27 @@ def _refuse_arbitrary_basis(cotangent_of_extra, function):
             "Fix: use the reduced factorization (full_matrices=False, mode='reduced') or only "
             "the first min(m, n) columns."
         )
+
+
+def completed_with_nan(tangent, full_shape, function):
+    """The tangent of a factor completed to ``full_shape`` from ``tangent``, that of its first
+    min(m, n) columns (or rows, for a wide ``Vh``): NaN in the completing ones.
+
+    They are an arbitrary orthonormal basis with no derivative (see
+    :func:`_refuse_arbitrary_basis`); NaN survives every arithmetic use, so a
+    tangent that reaches an output through them is NaN there, and forward mode
+    refuses it by name when ``f`` returns (``mutagrad.forward``), while a loss
+    that slices them away or never reads them is exact. The level records
+    where: the message names the user's line.
+    """
+    full = np.full((*np.shape(tangent)[:-2], *full_shape), np.nan, np.result_type(tangent))
+    rows, columns = np.shape(tangent)[-2:]
+    full[..., :rows, :columns] = tangent
+    trace = STATE.get()
+    for level in trace.forward if trace is not None else ():  # (None: linearize's replay)
+        if not level.arbitrary_function:
+            level.arbitrary_function, level.arbitrary_basis = function, user_site()
+    return full
 
 
 def refuse_phase_dependence(p, function, q=None):
@@ -290,14 +312,38 @@ SINGULAR_VALUES = VjpRule(
     handles_complex=True,
     jvp=TRANSPOSED,
 )
+def _svd_jvp(tangents, ans, args, kwargs):
+    """The packed SVD's tangent: the transposed vjp's, except for a non-square matrix with
+    ``full_matrices=True``, whose reduced factors' tangent it is (the transposed vjp of the
+    reduced SVD), completed with NaN (:func:`completed_with_nan`)."""
+    full_matrices = (kwargs or {}).get("full_matrices", True)
+    m, n = np.shape(args[0])[-2:]
+    k = min(m, n)
+    if not full_matrices or m == n:
+        return _TRANSPOSED_SVD(tangents, ans, args, kwargs)
+    u, s, vh = _unpacked(ans, _slots(m, n, True))
+    reduced = pack_svd(u[..., :k], s, vh[..., :k, :])
+    t = _TRANSPOSED_SVD(tangents, reduced, args, {"full_matrices": False})
+    if t is None:
+        return None
+    du, ds, dvh = _unpacked(t, _slots(m, n, False))
+    function = "np.linalg.svd(a, full_matrices=True)"
+    return pack_svd(
+        completed_with_nan(du, (m, m), f"{function}'s U") if m > k else du,
+        ds,
+        completed_with_nan(dvh, (n, n), f"{function}'s Vh") if n > k else dvh,
+    )
+
+
 DECOMPOSITION = VjpRule(
     "linalg.svd",
     lambda a, full_matrices=True: pack_svd(*np.linalg.svd(a, full_matrices)),
     (svd_vjp,),
     ((ANS,),),
     handles_complex=True,  # (where the loss does not depend on the triples' phases)
-    jvp=TRANSPOSED,
+    jvp=hand(_svd_jvp),
 )
+_TRANSPOSED_SVD = TRANSPOSED.bind(DECOMPOSITION.applied, DECOMPOSITION.vjps)
 
 
 def svd_factors(rule, a, u, s, vh, full_matrices):
@@ -512,8 +558,21 @@ def _r_vjp(g, ans, a, mode="reduced"):
     return _qr_vjp(a, None, g)
 
 
+def _q_jvp(tangents, ans, args, kwargs):
+    """Q's tangent: the transposed vjp's; for ``mode='complete'`` of a tall matrix the
+    reduced Q's, completed with NaN (:func:`completed_with_nan`)."""
+    m, n = np.shape(args[0])[-2:]
+    if kwargs.get("mode") != "complete" or m <= n:
+        return _TRANSPOSED_Q(tangents, ans, args, kwargs)
+    t = _TRANSPOSED_Q(tangents, ans[..., :, :n], args, {**kwargs, "mode": "reduced"})
+    if t is None:
+        return None
+    return completed_with_nan(t, (m, m), "np.linalg.qr(a, mode='complete')'s Q")
+
+
 Q_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[0], (_q_vjp,), ((0,),),
-                   handles_complex=True, jvp=TRANSPOSED)  # fmt: skip
+                   handles_complex=True, jvp=hand(_q_jvp))  # fmt: skip
+_TRANSPOSED_Q = TRANSPOSED.bind(Q_FACTOR.applied, Q_FACTOR.vjps)
 R_FACTOR = VjpRule("linalg.qr", lambda a, mode: np.linalg.qr(a, mode)[-1], (_r_vjp,), ((0,),),
                    handles_complex=True, jvp=TRANSPOSED)  # fmt: skip
 
