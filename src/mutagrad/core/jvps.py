@@ -266,6 +266,9 @@ class Linear(Derivation):
             return total
 
         linear_jvp.kind = self.kind  # type: ignore[attr-defined]
+        # (a batched jvp that reads only what the rule's vjps declare says so: linearize
+        # keeps no more of the primal values for it)
+        linear_jvp.reads_declared = getattr(batched, "reads_declared", False)  # type: ignore[attr-defined]
         return complex_exact(linear_jvp)
 
 

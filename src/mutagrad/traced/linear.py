@@ -119,6 +119,18 @@ def _own_copy(value: Any) -> Any:
     return value
 
 
+_PART_VIEW = (
+    "f reads or writes a complex array's .real or .imag view, whose tangent steps are not "
+    "recorded"
+)
+
+
+def _part_view(view: Any, base: Any) -> bool:
+    """``view`` is ``base.real`` or ``base.imag`` (or a view of one): another dtype over the
+    same memory, whose tangent is a part of the base's (see mutagrad.traced.tangents)."""
+    return bool(view.dtype != base.dtype)
+
+
 class Journal:
     """The tangent steps of one forward level (``linearize``'s run), to replay without ``f``.
 
@@ -233,6 +245,9 @@ class Journal:
         slot = self._storage(holder, before, after)
         if t is after or slot is None:
             return t, slot
+        if _part_view(x._raw, holder._raw):
+            self.give_up(_PART_VIEW)
+            return t, None
         return t, self._view(t, slot, Region(x._raw, holder._raw))
 
     def region_copy(self, base: WrappedValue, region: Region, level: Any) -> Any:
@@ -340,10 +355,11 @@ class Journal:
         """What a jvp reads of its ``n`` arguments (None: all) and whether it reads the output.
 
         An elementwise jvp is its rule's vjps, which declare what they read
-        (``VjpRule.reads``); the rest arrive as :class:`Meta`, as they do in a
-        pullback, so an undeclared read fails loudly. Other jvps keep everything.
+        (``VjpRule.reads``), and so is one marked ``reads_declared`` (``np.add``'s); the
+        rest arrive as :class:`Meta`, as they do in a pullback, so an undeclared read
+        fails loudly. Other jvps keep everything.
         """
-        if kind_of(rule.jvp) != "elementwise":
+        if kind_of(rule.jvp) != "elementwise" and not getattr(rule.jvp, "reads_declared", False):
             return None, True
         active = sum(1 << i for i, s in enumerate(sources) if s is not None)
         return rule.plan(active, n)
@@ -382,6 +398,10 @@ class Journal:
         after = _stored(base, level)
         target = self._storage(base, before, after) if self.given_up is None else None
         if target is None:
+            write_tangent(place, key, mask, winners, t)
+            return
+        if place is not after and _part_view(w._raw, base._raw):
+            self.give_up(_PART_VIEW)
             write_tangent(place, key, mask, winners, t)
             return
         if place is not after:
