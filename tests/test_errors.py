@@ -176,7 +176,7 @@ def tangent_changed_through_an_outside_view():
 
 @trigger
 def argument_made_writeable_while_f_ran():
-    large = np.ones(1000)  # held by this name only: proved to have no view, not read again
+    large = np.ones(20_000)  # held by this name only: proved to have no view, not read again
 
     def f(x):
         large.setflags(write=True)
@@ -187,13 +187,13 @@ def argument_made_writeable_while_f_ran():
 
 @trigger
 def tangent_made_writeable_while_f_ran():
-    large = np.ones(1000)
+    large = np.ones(20_000)
 
     def f(x):
         large.setflags(write=True)
         return x * 2.0
 
-    mutagrad.jvp(f, (np.ones(1000),), (large,))
+    mutagrad.jvp(f, (np.ones(20_000),), (large,))
 
 
 @trigger
