@@ -824,8 +824,9 @@ def rrule_with_several_outputs():
     mutagrad.gradient(lambda x: np.sum(pair(x)[0]), X)
 
 
-@trigger
-def rrule_differentiated_twice():
+def _cube_with_an_rrule():
+    """A primitive with a ChainRules-style rule (whose pullback is a closure)."""
+
     @mutagrad.primitive
     def cube(v):
         return v**3
@@ -834,6 +835,12 @@ def rrule_differentiated_twice():
     def cube_rule(v):
         return v**3, lambda dy: (3 * v**2 * dy,)
 
+    return cube
+
+
+@trigger
+def rrule_differentiated_twice():
+    cube = _cube_with_an_rrule()
     mutagrad.hessian(lambda x: np.sum(cube(x)), X)
 
 
@@ -1328,14 +1335,7 @@ def forward_tangent_through_an_arbitrary_basis():
 
 @trigger
 def linearize_batched_without_recorded_steps():
-    @mutagrad.primitive
-    def cube(v):
-        return v**3
-
-    @mutagrad.rrule(cube)
-    def cube_rule(v):
-        return v**3, lambda dy: (3 * v**2 * dy,)
-
+    cube = _cube_with_an_rrule()
     _, f_jvp = mutagrad.linearize(lambda x: cube(x), X)  # (an rrule: f_jvp runs f again)
     f_jvp.batched(X[None])
 

@@ -16,6 +16,7 @@ import pytest
 
 import mutagrad as mg
 from mutagrad.testing.finite_differences import directional_derivative
+from test_forward import loop_program as buffer_in_a_loop
 
 RNG = np.random.default_rng(2323)
 X = RNG.uniform(0.5, 1.5, 6)
@@ -58,13 +59,6 @@ def check_linearize(f, x=X, rtol=1e-12):
     np.testing.assert_array_equal(x, before)
     assert g.calls == 1
     return f_jvp
-
-
-def buffer_in_a_loop(x):
-    y = np.zeros_like(x)
-    for i in range(len(x)):
-        y[i] = x[i] * (y[i - 1] if i else 1.0) + np.sin(x[i])
-    return y
 
 
 def copy_updated_in_place(x):
