@@ -1334,6 +1334,11 @@ def forward_tangent_through_an_arbitrary_basis():
 
 
 @trigger
+def vectors_of_repeated_eigenvalues():
+    mutagrad.grad(lambda d: np.sum(np.linalg.eigh(np.diag(d))[1][0]))(np.array([2.0, 2.0, 5.0]))
+
+
+@trigger
 def linearize_batched_without_recorded_steps():
     cube = _cube_with_an_rrule()
     _, f_jvp = mutagrad.linearize(lambda x: cube(x), X)  # (an rrule: f_jvp runs f again)

@@ -391,3 +391,64 @@ def test_forward_mode_refuses_a_tangent_through_the_completing_columns(f, a):
         with pytest.raises(mutagrad.NotDifferentiableError, match="full_matrices=False") as e:
             differentiate()
         assert "test_factorizations.py" in str(e.value)  # (the user's line of the factorization)
+
+
+# -- repeated values: the vectors have no derivative there -------------------------------
+
+DIAGONAL_PAIR = np.array([2.0, 2.0, 5.0])  # diag(DIAGONAL_PAIR): two equal values
+
+
+def _vectors_losses():
+    def svd_u(d):
+        return np.sum(np.linalg.svd(np.diag(d))[0] * np.arange(9.0).reshape(3, 3))
+
+    def eig_v(d):
+        return np.sum(np.linalg.eig(np.diag(d))[1] * np.arange(9.0).reshape(3, 3))
+
+    def eigh_v(d):
+        return np.sum(np.linalg.eigh(np.diag(d))[1] * np.arange(9.0).reshape(3, 3))
+
+    return {"svd": svd_u, "eig": eig_v, "eigh": eigh_v}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", ["svd", "eig", "eigh"])
+def test_vectors_of_repeated_values_are_refused_not_nan(name):
+    loss = _vectors_losses()[name]
+    with pytest.raises(mutagrad.NotDifferentiableError, match="two of the values are equal"):
+        mutagrad.grad(loss)(DIAGONAL_PAIR.copy())
+    # forward mode, along a direction that splits the pair
+    with pytest.raises(mutagrad.NotDifferentiableError, match="two of the values are equal"):
+        mutagrad.jvp(loss, (DIAGONAL_PAIR.copy(),), (np.array([1.0, -1.0, 0.0]),))
+
+
+def test_what_does_not_read_the_repeated_pair_is_exact():
+    # the values alone, and the vector of the value that is not repeated
+    np.testing.assert_allclose(
+        mutagrad.grad(lambda d: np.sum(np.linalg.svd(np.diag(d))[1] ** 2))(DIAGONAL_PAIR),
+        2 * DIAGONAL_PAIR, rtol=1e-12,
+    )  # fmt: skip
+
+    def last_vector(d):
+        a = np.diag(d) + np.array([[0, 0, 0.5], [0, 0, 0.25], [0.5, 0.25, 0]]) * d[2]
+        return np.sum(np.linalg.eigh(a)[1][:, 2] ** 3)
+
+    # diag(2, 2, 5) coupled to the third vector: one of the pair stays 2 exactly
+    d = DIAGONAL_PAIR.copy()
+    values = np.linalg.eigvalsh(np.diag(d) + np.array([[0, 0, 0.5], [0, 0, 0.25],
+                                                       [0.5, 0.25, 0]]) * d[2])  # fmt: skip
+    assert np.min(np.abs(np.diff(np.sort(values)))) > 0.1  # (no longer repeated: exact)
+    check_gradient(last_vector, d)
+
+    def unread_pair(d):
+        return np.sum(np.linalg.eigh(np.diag(d))[1][:, 2] ** 3)  # the pair (2, 2) not read
+
+    np.testing.assert_array_equal(mutagrad.grad(unread_pair)(d), np.zeros(3))
+
+
+def test_forward_mode_refuses_any_repeated_pair():
+    # a forward rule cannot know which vectors the loss will read: the pair is refused even
+    # along a direction that keeps it equal (numpy's basis for it may still jump)
+    loss = _vectors_losses()["eigh"]
+    with pytest.raises(mutagrad.NotDifferentiableError, match="two of the values are equal"):
+        mutagrad.jvp(loss, (DIAGONAL_PAIR.copy(),), (np.array([1.0, 1.0, 0.0]),))

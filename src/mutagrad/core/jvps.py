@@ -51,7 +51,7 @@ import numpy as np
 
 from mutagrad.core.tangents import cotangent_dtype, unbroadcast
 from mutagrad.diagnostics.messages import missing_forward_rule_message
-from mutagrad.errors import MissingForwardRuleError, MutagradError
+from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
 
 
 def lift(t: Any, ndim: int) -> Any:
@@ -337,6 +337,8 @@ class Transposed(Derivation):
             dtype = cotangent_dtype(np.result_type(ans))
             try:
                 return _TRANSPOSER[0](pulled, np.shape(ans), dtype, [tangents[i] for i in moving])
+            except NotDifferentiableError:
+                raise  # (the derivative does not exist there: the vjp's own refusal says why)
             except (MutagradError, ValueError) as error:
                 raise MissingForwardRuleError(
                     missing_forward_rule_message(name)

@@ -38,30 +38,29 @@ def _library_dirs(name: str) -> list[str]:
     locations = spec.submodule_search_locations if spec is not None else None
     return [os.path.abspath(d) + os.sep for d in locations or ()]
 
-# Modules whose frames are machinery, never the user's code. mutagrad.testing,
-# the report corpus and the examples are user code as far as sites are concerned.
-# custom.py is machinery: a function with a custom rule is called from the
-# user's line through custom.py's wrappers, and that line is the site.
+def _package_modules() -> list[str]:
+    """mutagrad's own modules and packages, but for the tools that run the user's code:
+    a module added to the package is machinery without being listed anywhere."""
+    found = []
+    for entry in sorted(os.listdir(_PACKAGE_DIR)):
+        path = os.path.join(_PACKAGE_DIR, entry)
+        if entry in _USER_FACING:
+            continue
+        if os.path.isdir(path) and os.path.exists(os.path.join(path, "__init__.py")):
+            found.append(path + os.sep)
+        elif entry.endswith(".py"):
+            found.append(path)
+    return found
+
+
+# mutagrad.testing and the report (its corpus runs the user's programs) are user code as
+# far as sites are concerned, and so are the examples; everything else in the package is
+# machinery. custom.py is too: a function with a custom rule is called from the user's
+# line through custom.py's wrappers, and that line is the site.
+_USER_FACING = ("testing", "report")
+# Where frames are machinery, never the user's code: the package, numpy, SciPy.
 _INTERNAL_PREFIXES = (
-    os.path.join(_PACKAGE_DIR, "core") + os.sep,
-    os.path.join(_PACKAGE_DIR, "traced") + os.sep,
-    os.path.join(_PACKAGE_DIR, "rules") + os.sep,
-    os.path.join(_PACKAGE_DIR, "call.py"),
-    os.path.join(_PACKAGE_DIR, "zygote.py"),
-    os.path.join(_PACKAGE_DIR, "custom.py"),
-    os.path.join(_PACKAGE_DIR, "explain.py"),
-    os.path.join(_PACKAGE_DIR, "transforms.py"),
-    os.path.join(_PACKAGE_DIR, "diagnostics") + os.sep,
-    os.path.join(_PACKAGE_DIR, "numpy.py"),
-    os.path.join(_PACKAGE_DIR, "buffer.py"),
-    os.path.join(_PACKAGE_DIR, "jacobians.py"),
-    os.path.join(_PACKAGE_DIR, "params.py"),
-    os.path.join(_PACKAGE_DIR, "checkpoint.py"),
-    os.path.join(_PACKAGE_DIR, "hook.py"),
-    os.path.join(_PACKAGE_DIR, "reachable.py"),
-    os.path.join(_PACKAGE_DIR, "porting.py"),
-    os.path.join(_PACKAGE_DIR, "forward.py"),
-    os.path.join(_PACKAGE_DIR, "scipy") + os.sep,
+    *_package_modules(),
     os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep,
     *_library_dirs("scipy"),
     "<__array_function__",

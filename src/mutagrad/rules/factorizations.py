@@ -68,6 +68,60 @@ def inverse_gaps(values):
     return (1 - eye) / (gaps + eye)
 
 
+def gap_weighted(values, weights, function, columns_read=None):
+    """``F o weights`` with ``F`` of :func:`inverse_gaps`: the vectors' part of the derivative
+    of an eigen- or singular-value decomposition.
+
+    Where two values are equal the vectors that go with them are any basis of
+    their common space, and which one numpy returns can jump (the order of the
+    pair swaps as they split): they have no derivative there, and ``F`` is
+    infinite (numpy's arithmetic would give inf or NaN). ``columns_read``
+    (``(..., n)`` booleans, the vectors the loss reads; None: every vector, as
+    a forward rule must assume) says whether a repeated pair matters: one the
+    loss reads is refused by name, one it does not read contributes nothing.
+    """
+    raw_values = np.asarray(unwrap(values))
+    n = raw_values.shape[-1]
+    off_diagonal = 1 - np.eye(n)
+    repeated = (np.expand_dims(raw_values, -2) == np.expand_dims(raw_values, -1)) & (
+        off_diagonal > 0
+    )
+    if not repeated.any():
+        return inverse_gaps(values) * weights
+    read = np.ones(raw_values.shape, bool) if columns_read is None else columns_read
+    touched = repeated & (np.expand_dims(read, -2) | np.expand_dims(read, -1))
+    if touched.any():
+        raise NotDifferentiableError(
+            f"{function}: two of the values are equal ({_first_repeated(raw_values, touched)}), "
+            "so the vectors that go with them are any orthonormal basis of their common "
+            "space (and which one numpy returns can jump as they split), and the derivative "
+            "reads them: it does not exist there (numpy's arithmetic would give inf or NaN).\n"
+            "Fixes: differentiate a quantity that does not depend on the basis chosen (the "
+            "values, or a projector onto the whole repeated space), or move off the "
+            "degenerate point (the values of a matrix built with symmetry are often repeated)."
+        )
+    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
+    safe = np.where(repeated, 1.0, gaps + np.eye(n))
+    return np.where(repeated, 0.0, off_diagonal / safe) * weights
+
+
+def columns_read(cotangent):
+    """Which vectors (columns of a factor) a cotangent reads: ``(..., n)`` booleans; all of
+    them for a traced cotangent (a later sweep may read any)."""
+    if isinstance(cotangent, WrappedValue):
+        raw = np.asarray(cotangent._raw)
+        return np.ones(raw.shape[:-2] + raw.shape[-1:], bool)
+    return np.any(np.asarray(cotangent) != 0, axis=-2)
+
+
+def _first_repeated(values, repeated):
+    """``values[..., i] == values[..., j]``, written out for the first such pair."""
+    index = np.argwhere(repeated)[0]
+    *batch, i, j = (int(v) for v in index)
+    where = f"[{', '.join(map(str, batch))}, ...]" if batch else ""
+    return f"values{where}[{i}] == values{where}[{j}] == {values[(*batch, i)]!r}"
+
+
 def _refuse_arbitrary_basis(cotangent_of_extra, function):
     """Refuse a loss that reads the columns of a square factor that span an arbitrary basis.
 
@@ -269,8 +323,8 @@ def svd_vjp(g, ans, a, full_matrices=True):
     p = np.matmul(_mT(u), u_bar)
     q = conjugate_if_complex(np.matmul(vh, _mT(vh_bar)))
     refuse_phase_dependence(p, "np.linalg.svd", q)
-    gaps = inverse_gaps(s * s)
-    left, right = gaps * p, gaps * q
+    left = gap_weighted(s * s, p, "np.linalg.svd (its U)", columns_read(u_bar))
+    right = gap_weighted(s * s, q, "np.linalg.svd (its Vh)", columns_read(_mT(vh_bar)))
     row, column = np.expand_dims(s, -2), np.expand_dims(s, -1)
     inner = (left + adjoint(left)) * row + column * (right + adjoint(right))
     if np.result_type(p).kind == "c":
@@ -434,7 +488,7 @@ def _eigenvectors_vjp(g, ans, a):
     p_diagonal = np.diagonal(p, axis1=-2, axis2=-1)
     gram = np.matmul(_mT(vectors), np.conjugate(vectors))  # (V^H V)^T
     q = gram * np.expand_dims(np.real(p_diagonal), -2)
-    inner = inverse_gaps(values) * (p - q)
+    inner = gap_weighted(values, p - q, "np.linalg.eig (its eigenvectors)", columns_read(g))
     return np.linalg.solve(_mT(vectors), np.matmul(inner, _mT(vectors)))
 
 

@@ -30,7 +30,9 @@ from mutagrad.core.registry import ANS, VjpRule, implements, ufunc_rule
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.rules.factorizations import (
     adjoint,
+    columns_read,
     conjugate_if_complex,
+    gap_weighted,
     refuse_phase_dependence,
 )
 from mutagrad.traced.dispatch import apply
@@ -833,12 +835,9 @@ def _eigenvectors_vjp(g, ans, a, UPLO="L"):
     values, vectors = np.linalg.eigvalsh(a, UPLO), ans
     p = np.matmul(_mT(vectors), g)
     refuse_phase_dependence(p, "np.linalg.eigh")
-    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
-    n = np.shape(values)[-1]
-    off_diagonal = 1 - np.eye(n)
-    f = off_diagonal / (gaps + np.eye(n))
+    weighted = gap_weighted(values, p, "np.linalg.eigh (its eigenvectors)", columns_read(g))
     symmetric = hermitian_part(
-        np.matmul(conjugate_if_complex(vectors), np.matmul(f * p, _mT(vectors)))
+        np.matmul(conjugate_if_complex(vectors), np.matmul(weighted, _mT(vectors)))
     )
     return from_triangle(symmetric, lower=UPLO.upper() == "L")
 
@@ -861,10 +860,7 @@ def _eigenvalues_jvp(tangents, ans, args, kwargs):
 def _eigenvectors_jvp(tangents, ans, args, kwargs):
     # dV = V (F o (V^T da V)), F_ij = 1 / (lambda_j - lambda_i) off the diagonal.
     projected, values, vectors = _projected(tangents[0], args[0], (kwargs or {}).get("UPLO", "L"))
-    gaps = np.expand_dims(values, -2) - np.expand_dims(values, -1)
-    n = np.shape(values)[-1]
-    f = (1 - np.eye(n)) / (gaps + np.eye(n))
-    return np.matmul(vectors, f * projected)
+    return np.matmul(vectors, gap_weighted(values, projected, "np.linalg.eigh (its eigenvectors)"))
 
 
 EIGENVALUES = VjpRule(

@@ -29,7 +29,8 @@ import scipy.linalg as linalg
 from mutagrad.core.jvps import TRANSPOSED
 from mutagrad.core.registry import ANS, VjpRule
 from mutagrad.rules.factorizations import (
-    inverse_gaps,
+    columns_read,
+    gap_weighted,
     pack_svd,
     singular_values_vjp,
     svd_factors,
@@ -440,7 +441,8 @@ def _eigh_values_vjp(g, ans, a, lower=True):
 def _eigh_vectors_vjp(g, ans, a, lower=True):
     # abar = V (F o (V^T Vbar)) V^T, symmetrized, with the output's own V (distinct eigenvalues).
     values = eigh(a, lower=lower, eigvals_only=True)
-    inner = inverse_gaps(values) * np.matmul(_mT(ans), g)
+    inner = gap_weighted(values, np.matmul(_mT(ans), g), "scipy.linalg.eigh (its eigenvectors)",
+                         columns_read(g))  # fmt: skip
     symmetric = symmetric_part(np.matmul(ans, np.matmul(inner, _mT(ans))))
     return from_triangle(symmetric, lower=lower)
 
