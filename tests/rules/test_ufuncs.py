@@ -211,6 +211,26 @@ def test_power_with_constant_exponents(x):
     check_op(lambda x: x**3 + x**2.0 + np.power(x, 1) + x**0 + np.power(x, np.array(0.0)), x)
 
 
+@given(x=arrays(ANY, hnp.array_shapes(min_dims=1, max_dims=1, max_side=4)))
+def test_powers_of_elements_read_in_a_loop(x):
+    """x[i] ** k in a loop: a float64 scalar base (the vjp's constant-exponent branch, as for
+    an array base), zero bases included, against the derivative worked out by hand."""
+
+    def loop(x):
+        s = 0.0
+        for i in range(len(x)):
+            s = s + x[i] ** 2 + x[i] ** 3 + x[i] ** 1 + x[i] ** 0 + x[i] ** np.float64(2.0)
+        return s
+
+    np.testing.assert_allclose(mutagrad.gradient(loop, x)[0], 4 * x + 3 * x**2 + 1, rtol=1e-14)
+    positive = np.abs(x) + 0.5
+    np.testing.assert_allclose(
+        mutagrad.gradient(lambda x: sum(x[i] ** 1.5 for i in range(len(x))), positive)[0],
+        1.5 * positive**0.5,
+        rtol=1e-14,
+    )
+
+
 @given(x=arrays(ANY), k=hnp.arrays(np.int64, 3, elements=st.integers(-3, 3)))
 def test_traced_integer_array_times_float_array(x, k):
     """An integer input is differentiable once it meets floats (as in finite differences)."""

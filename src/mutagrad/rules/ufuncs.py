@@ -85,9 +85,16 @@ def _single_value(g):
 
 
 def _power_base_vjp(g, ans, x, y):
-    if type(y) in _SCALARS and type(x) is np.ndarray and x.dtype.kind == "f" and y != 0:
+    kind = type(x)
+    if (
+        type(y) in _SCALARS
+        and (kind is np.float64 or kind is np.ndarray and x.dtype.kind == "f")
+        and y != 0
+    ):
         # A constant exponent (x**2): y * x**(y - 1) with numpy's fast scalar powers,
-        # in one pass over x when g is a reduction's broadcast scalar.
+        # in one pass over x when g is a reduction's broadcast scalar. (An element
+        # x[i] ** 2 in a loop is a float64 scalar: np.where and the masks below cost
+        # it several numpy calls.)
         if y == 1:
             return g
         factor = _single_value(g)
