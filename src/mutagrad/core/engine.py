@@ -291,6 +291,9 @@ STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
 RUNNING: list[Trace] = []
 
 
+FLOAT64 = np.dtype(np.float64)  # (numpy's one instance: ``is`` tells it)
+
+
 class Node:
     """One recorded operation; also the identity of the value it produced.
 
@@ -312,18 +315,23 @@ class Node:
         site: Site | None,
         operation: str | None = None,
     ):
-        # ``value`` lends its shape and dtype. A complex value that carries a
-        # derivative, or a value computed from one, is refused here for every kind
-        # of node whose rule is not written for complex values (``operation`` names
-        # it in the error); until a tape meets one, the check is one comparison.
-        dtype = value.dtype
-        if dtype.kind == "c" or tape.complex_values:
+        # ``value`` lends its shape and dtype: a float64 scalar's without reading them
+        # (each read makes a new object; most nodes of a traced loop are such scalars).
+        # A complex value that carries a derivative, or a value computed from one, is
+        # refused here for every kind of node whose rule is not written for complex
+        # values (``operation`` names it in the error); until a tape meets one, a
+        # float64 value costs two comparisons.
+        if type(value) is np.float64:
+            dtype, shape = FLOAT64, ()
+        else:
+            dtype, shape = value.dtype, value.shape
+        if tape.complex_values or (dtype is not FLOAT64 and dtype.kind == "c"):
             check_complex(rule, inputs, tape, dtype, operation, site)
         self.rule = rule
         self.inputs = inputs
         self.tape = tape
         self.tag = tag
-        self.shape = value.shape
+        self.shape = shape
         self.dtype = dtype
         self.site = site
         self.saved: tuple[Any, ...] = ()

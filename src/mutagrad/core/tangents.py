@@ -155,10 +155,6 @@ def _add_into_region(buf: np.ndarray, region: Region, value: Any) -> None:
         part += value
 
 
-def _is_element_read(entry: tuple[int, Any, Any]) -> bool:
-    return entry[0] == BASIC and type(entry[1]) is int and type(entry[2]) is np.float64
-
-
 def _batch_element_reads(entries: list[tuple[int, Any, Any]]) -> list[tuple[int, Any, Any]]:
     """``entries`` with each run of single-element reads (``x[i]`` in a loop) as one FANCY entry.
 
@@ -168,7 +164,9 @@ def _batch_element_reads(entries: list[tuple[int, Any, Any]]) -> list[tuple[int,
     batched: list[tuple[int, Any, Any]] = []
     run: list[tuple[int, Any, Any]] = []
     for entry in entries:
-        if _is_element_read(entry):
+        # A single element read: x[i] with a float64 cotangent. (The test is written
+        # here, not called: a loop of N reads runs it N times.)
+        if entry[0] == BASIC and type(entry[1]) is int and type(entry[2]) is np.float64:
             run.append(entry)
             continue
         _flush(run, batched)
@@ -178,10 +176,10 @@ def _batch_element_reads(entries: list[tuple[int, Any, Any]]) -> list[tuple[int,
 
 
 def _flush(run: list[tuple[int, Any, Any]], batched: list[tuple[int, Any, Any]]) -> None:
-    if len(run) > 1:
-        keys = np.fromiter((key for _, key, _ in run), dtype=np.intp, count=len(run))
-        values = np.fromiter((value for _, _, value in run), dtype=np.float64, count=len(run))
-        batched.append((FANCY, keys, values))
+    n = len(run)
+    if n > 1:
+        _, keys, values = zip(*run)  # (transposed in C: no Python step per entry)
+        batched.append((FANCY, np.fromiter(keys, np.intp, n), np.fromiter(values, np.float64, n)))
     else:
         batched.extend(run)
     run.clear()
