@@ -44,6 +44,7 @@ from threading import get_ident
 from typing import Any, final
 
 import numpy as np
+from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.jvps import Derivation
 from mutagrad.core.memory import describe_part, has_layout, owned_copy
@@ -291,7 +292,7 @@ STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
 RUNNING: list[Trace] = []
 
 
-FLOAT64 = np.dtype(np.float64)  # (numpy's one instance: ``is`` tells it)
+FLOAT64 = np.dtype(float64)  # (numpy's one instance: ``is`` tells it)
 
 
 class Node:
@@ -321,7 +322,7 @@ class Node:
         # refused here for every kind of node whose rule is not written for complex
         # values (``operation`` names it in the error); until a tape meets one, a
         # float64 value costs two comparisons.
-        if type(value) is np.float64:
+        if type(value) is float64:
             dtype, shape = FLOAT64, ()
         else:
             dtype, shape = value.dtype, value.shape
@@ -358,7 +359,7 @@ class WriteRecord:
         site: Site | None,
         version: int,
         key: Any,
-        place: np.ndarray,
+        place: ndarray,
     ):
         self.array = array  # the base WrappedArray written
         self.operation = operation
@@ -372,8 +373,8 @@ class WriteRecord:
     def region(self) -> str:
         """Where in the base array the write landed, as index text."""
         part = describe_part(self.place, self.array._raw)
-        fancy = isinstance(self.key, tuple) and any(isinstance(k, np.ndarray) for k in self.key)
-        if fancy or isinstance(self.key, np.ndarray):
+        fancy = isinstance(self.key, tuple) and any(isinstance(k, ndarray) for k in self.key)
+        if fancy or isinstance(self.key, ndarray):
             return f"{format_index(self.key)} within {part}"
         return part
 
@@ -390,7 +391,7 @@ def format_index(key: Any) -> str:
             return "..."
         if k is None:
             return "None"
-        if isinstance(k, np.ndarray):
+        if isinstance(k, ndarray):
             return f"<{k.dtype} index of shape {k.shape}>"
         return str(k)
 
@@ -420,9 +421,9 @@ class Capture:
         "version",
     )
 
-    def __init__(self, data: np.ndarray, base: Any, node: Node, mode: Any, closure: bool):
+    def __init__(self, data: ndarray, base: Any, node: Node, mode: Any, closure: bool):
         self.data = data
-        self.region: np.ndarray | None = data
+        self.region: ndarray | None = data
         self.base = base
         self.version = base._version
         self.node = node
@@ -440,7 +441,7 @@ class Capture:
         """Which part of its base array the saved value is, as index text ("" if copied)."""
         return describe_part(self.region, self.base._raw) if self.region is not None else ""
 
-    def read(self) -> np.ndarray:
+    def read(self) -> ndarray:
         if self.poisoned_by is not None:
             return self.mode.read_poisoned(self)
         return self.data
@@ -675,7 +676,7 @@ class VjpRule(Rule):
             # ``f(**{})`` costs more than ``f()``: most nodes have no keywords.
             c = vjps[0](g, ans, x, **kwargs) if kwargs else vjps[0](g, ans, x)
             # (_fresh(c), spelled out here and below: a call fewer per node)
-            bk.accumulate(inp, c, owned if c is g else type(c) is np.ndarray and c.base is None)
+            bk.accumulate(inp, c, owned if c is g else type(c) is ndarray and c.base is None)
             return
         inp0, inp1 = inputs
         x, y, ans = node.saved
@@ -697,10 +698,10 @@ class VjpRule(Rule):
         # (live0 and live1 say that inp0 and inp1 are nodes, which mypy cannot follow)
         if live0:
             bk.accumulate(inp0, c0, alone and (owned if c0 is g else  # type: ignore[arg-type]
-                                               type(c0) is np.ndarray and c0.base is None))
+                                               type(c0) is ndarray and c0.base is None))
         if live1:
             bk.accumulate(inp1, c1, alone and (owned if c1 is g else  # type: ignore[arg-type]
-                                               type(c1) is np.ndarray and c1.base is None))
+                                               type(c1) is ndarray and c1.base is None))
 
     def _backward_general(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         """Any number of inputs; traced values in a recorded sweep; a user's (untrusted) vjps."""
@@ -750,12 +751,12 @@ _NO_KWARGS: dict[str, Any] = {}
 
 def _fresh(c: Any) -> bool:
     """An array that owns its memory (not a view such as broadcast_to's)."""
-    return type(c) is np.ndarray and c.base is None
+    return type(c) is ndarray and c.base is None
 
 
 def read_only(value: Any) -> Any:
     """A read-only view of an ndarray (other values as they are)."""
-    if type(value) is np.ndarray and value.flags.writeable:
+    if type(value) is ndarray and value.flags.writeable:
         value = value.view()
         value.flags.writeable = False
     return value
@@ -787,7 +788,7 @@ class TracedType:
         self.apply: Callable[..., Any] = _not_registered
         self.handle: Callable[..., Any] = _not_registered
         self.densify: Callable[[SparseCotangent], Any] = _not_registered
-        self.region_tangents: Callable[[Any, np.ndarray], Any] = _not_registered
+        self.region_tangents: Callable[[Any, ndarray], Any] = _not_registered
 
 
 class _NoTracedType:
@@ -806,7 +807,7 @@ def register_traced_type(
     apply: Callable[..., Any],
     handle: Callable[..., Any],
     densify: Callable[[SparseCotangent], Any],
-    region_tangents: Callable[[Any, np.ndarray], Any],
+    region_tangents: Callable[[Any, ndarray], Any],
 ) -> None:
     """Tell the engine the traced type and how to record on it (see :class:`TracedType`)."""
     TRACED.kind, TRACED.apply, TRACED.handle, TRACED.densify = kind, apply, handle, densify
@@ -885,7 +886,7 @@ class BackwardPass:
         is :meth:`accumulate_general`'s.
         """
         kind = type(c)
-        if (kind is np.float64 or kind is np.ndarray) and c.dtype is node.dtype:
+        if (kind is float64 or kind is ndarray) and c.dtype is node.dtype:
             # The common case: a float64 cotangent for a float64 value.
             if c.shape != node.shape:
                 c = unbroadcast(c, node.shape)
@@ -897,15 +898,15 @@ class BackwardPass:
                     self.owned.add(node)
                 return
             kind_old = type(old)
-            if kind_old is np.ndarray:  # a dense cotangent of the node's dtype and shape
+            if kind_old is ndarray:  # a dense cotangent of the node's dtype and shape
                 if node in self.owned:
                     old += c
                 else:
                     total = cots[node] = old + c
-                    if type(total) is np.ndarray:
+                    if type(total) is ndarray:
                         self.owned.add(node)
                 return
-            if kind is np.float64 and kind_old is np.float64:
+            if kind is float64 and kind_old is float64:
                 cots[node] = old + c
                 return
         self.accumulate_general(node, c, owned)
@@ -949,15 +950,15 @@ class BackwardPass:
             if owned:
                 self.owned.add(node)
         elif type(old) is SparseCotangent:
-            reusable = owned and type(c) is np.ndarray and has_layout(c, old.layout)
+            reusable = owned and type(c) is ndarray and has_layout(c, old.layout)
             buf = c if reusable else owned_copy(c, want, old.layout)  # regions assume the layout
             cots[node] = old.add_to(buf) if not is_wrapped(buf) else buf + TRACED.densify(old)
             self.owned.add(node)
-        elif node in self.owned and type(old) is np.ndarray and not is_wrapped(c):
+        elif node in self.owned and type(old) is ndarray and not is_wrapped(c):
             old += c
         else:
             cots[node] = old + c
-            if type(cots[node]) is np.ndarray:
+            if type(cots[node]) is ndarray:
                 self.owned.add(node)
 
     def accumulate_entry(self, node: Node, entry: tuple[int, Any, Any], layout: Any = None) -> None:
@@ -979,7 +980,7 @@ class BackwardPass:
         if is_wrapped(old) or _sparse_is_wrapped(sparse):
             self.cots[node] = old + TRACED.densify(sparse)
             return
-        owned = node in self.owned and type(old) is np.ndarray
+        owned = node in self.owned and type(old) is ndarray
         if not (owned and has_layout(old, sparse.layout)):
             old = owned_copy(old, sparse.dtype, sparse.layout)
             self.owned.add(node)
@@ -1078,7 +1079,7 @@ EXPORTED = 256
 
 
 def capture(
-    wrapped: Any, data: np.ndarray, node: Node, mode: Any, closure: bool = False
+    wrapped: Any, data: ndarray, node: Node, mode: Any, closure: bool = False
 ) -> Capture:
     """Register ``data`` (memory of ``wrapped``) as saved for ``node``'s pullback.
 

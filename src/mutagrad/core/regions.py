@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy import ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.engine import ZERO, BackwardPass, Node, Rule, VjpRule, call_rule
 from mutagrad.core.jvps import linear
@@ -40,17 +41,17 @@ FANCY_INDEX = 2
 MASK_INDEX = 3
 
 
-def _in_layout(g: np.ndarray, region: Region | None) -> np.ndarray:
+def _in_layout(g: ndarray, region: Region | None) -> ndarray:
     if region is None or has_layout(g, region.layout):
         return g
     return owned_copy(g, g.dtype, region.layout)
 
 
-def _part(buf: np.ndarray, region: Region | None) -> np.ndarray:
+def _part(buf: ndarray, region: Region | None) -> ndarray:
     return buf if region is None else region.view_of(buf)
 
 
-def gather_raw(g: np.ndarray, region: Region | None, kind: int, index: Any) -> np.ndarray:
+def gather_raw(g: ndarray, region: Region | None, kind: int, index: Any) -> ndarray:
     """The cotangent of a place: ``g`` restricted to it (a fresh array)."""
     sub = _part(_in_layout(np.asarray(g), region), region)
     if kind == NO_INDEX:
@@ -58,7 +59,7 @@ def gather_raw(g: np.ndarray, region: Region | None, kind: int, index: Any) -> n
     if kind == MASK_INDEX:
         return np.where(index, sub, 0)
     out = sub[index]
-    return out.copy() if kind == BASIC_INDEX and isinstance(out, np.ndarray) else out
+    return out.copy() if kind == BASIC_INDEX and isinstance(out, ndarray) else out
 
 
 def scatter_raw(
@@ -68,7 +69,7 @@ def scatter_raw(
     index: Any,
     shape: tuple[int, ...],
     dtype: np.dtype,
-) -> np.ndarray:
+) -> ndarray:
     """A zeros array of ``shape`` with ``c`` added into the place."""
     buf = layout_buffer(shape, dtype, region.layout if region is not None else None)
     if region is not None and region.overlapping:
@@ -87,14 +88,14 @@ def scatter_raw(
     return buf
 
 
-def zero_at_raw(g: np.ndarray, region: Region | None, kind: int, index: Any) -> np.ndarray:
+def zero_at_raw(g: ndarray, region: Region | None, kind: int, index: Any) -> ndarray:
     """A copy of ``g`` with the place set to zero."""
     out = owned_copy(g, g.dtype, region.layout if region is not None else None)
     _zero_in_place(out, region, kind, index)
     return out
 
 
-def _zero_in_place(buf: np.ndarray, region: Region | None, kind: int, index: Any) -> None:
+def _zero_in_place(buf: ndarray, region: Region | None, kind: int, index: Any) -> None:
     sub = _part(buf, region)
     if kind == NO_INDEX:
         sub[...] = 0
@@ -222,7 +223,7 @@ class WriteRule(Rule):
             if old_node is not None:
                 bk.accumulate(old_node, ZERO if whole else zero_at(g, region, kind, index))
             return
-        if not (owned and type(g) is np.ndarray and has_layout(g, region.layout)):
+        if not (owned and type(g) is ndarray and has_layout(g, region.layout)):
             g = owned_copy(g, cotangent_dtype(node.dtype), region.layout)
         if value_node is not None:
             gv = gather_raw(g, region, kind, index)
@@ -249,7 +250,7 @@ class WriteRule(Rule):
         if value_node is not None and value_node.tag & bit:
             bk.accumulate(value_node, g[key], owned=True)  # every axis indexed: a scalar
         if old_node is not None and old_node.tag & bit:
-            if not (owned and type(g) is np.ndarray):
+            if not (owned and type(g) is ndarray):
                 g = np.array(g, dtype=cotangent_dtype(node.dtype), copy=True)
             g[key] = 0
             bk.accumulate(old_node, g, owned=True)
@@ -300,7 +301,7 @@ class _ArrayInterface:
         self.owner = owner
 
 
-def complex_elements(part: np.ndarray, base: np.ndarray) -> np.ndarray | None:
+def complex_elements(part: ndarray, base: ndarray) -> ndarray | None:
     """The complex view of ``base`` whose real or imaginary parts ``part`` views (and
     which part: the returned array's ``.real`` or ``.imag`` is ``part``); None when
     ``part`` is not one part of ``base``'s complex elements."""
@@ -320,7 +321,7 @@ def complex_elements(part: np.ndarray, base: np.ndarray) -> np.ndarray | None:
     return np.asarray(_ArrayInterface(interface, base))
 
 
-def is_imaginary_part(part: np.ndarray, elements: np.ndarray) -> bool:
+def is_imaginary_part(part: ndarray, elements: ndarray) -> bool:
     return part.__array_interface__["data"][0] != elements.__array_interface__["data"][0]
 
 

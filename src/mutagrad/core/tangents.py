@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.memory import Layout, Region, has_layout, layout_buffer
 
@@ -65,7 +66,7 @@ def is_structural_zero(c: object) -> bool:
 
 def cotangent_dtype(dtype: np.dtype) -> np.dtype:
     """The dtype a cotangent for a primal of ``dtype`` has: floats keep theirs, the rest float64."""
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    return dtype if dtype.kind in "fc" else np.dtype(float64)
 
 
 class Meta:
@@ -117,10 +118,10 @@ class SparseCotangent:
         self.layout = layout
         self.entries: list[tuple[int, Any, Any]] = []
 
-    def add_to(self, buf: np.ndarray) -> np.ndarray:
+    def add_to(self, buf: ndarray) -> ndarray:
         """Add every contribution into ``buf`` in place and return it."""
         entries = self.entries
-        if buf.ndim == 1 and buf.dtype == np.float64 and len(entries) > 1:
+        if buf.ndim == 1 and buf.dtype == float64 and len(entries) > 1:
             entries = _batch_element_reads(entries)
         for kind, key, value in entries:
             if kind == BASIC:
@@ -139,14 +140,14 @@ class SparseCotangent:
                 buf += part
         return buf
 
-    def dense(self) -> np.ndarray:
+    def dense(self) -> ndarray:
         return self.add_to(layout_buffer(self.shape, self.dtype, self.layout))
 
     def __repr__(self) -> str:
         return f"SparseCotangent(shape={self.shape}, entries={len(self.entries)})"
 
 
-def _add_into_region(buf: np.ndarray, region: Region, value: Any) -> None:
+def _add_into_region(buf: ndarray, region: Region, value: Any) -> None:
     """``buf[region] += value``; ``buf`` has the region's layout."""
     if region.overlapping:
         np.add.at(buf.ravel(order="K"), region.flat_indices(buf.size), value)
@@ -166,7 +167,7 @@ def _batch_element_reads(entries: list[tuple[int, Any, Any]]) -> list[tuple[int,
     for entry in entries:
         # A single element read: x[i] with a float64 cotangent. (The test is written
         # here, not called: a loop of N reads runs it N times.)
-        if entry[0] == BASIC and type(entry[1]) is int and type(entry[2]) is np.float64:
+        if entry[0] == BASIC and type(entry[1]) is int and type(entry[2]) is float64:
             run.append(entry)
             continue
         _flush(run, batched)
@@ -179,7 +180,7 @@ def _flush(run: list[tuple[int, Any, Any]], batched: list[tuple[int, Any, Any]])
     n = len(run)
     if n > 1:
         _, keys, values = zip(*run)  # (transposed in C: no Python step per entry)
-        batched.append((FANCY, np.fromiter(keys, np.intp, n), np.fromiter(values, np.float64, n)))
+        batched.append((FANCY, np.fromiter(keys, np.intp, n), np.fromiter(values, float64, n)))
     else:
         batched.extend(run)
     run.clear()

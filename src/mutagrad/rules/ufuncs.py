@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.jvps import ELEMENTWISE, lift, linear
 from mutagrad.core.regions import COMPLEX_FROM_PARTS
@@ -74,12 +75,12 @@ ufunc_rule(np.positive, lambda g, ans, x: g, reads=((),))
 ufunc_rule(np.conjugate, lambda g, ans, x: np.conjugate(g), reads=((),), handles_complex=True)
 
 
-_SCALARS = (int, float, np.float64, np.int64)
+_SCALARS = (int, float, float64, np.int64)
 
 
 def _single_value(g):
     """The value of a raw array broadcast from one scalar (all strides 0), else None."""
-    if type(g) is np.ndarray and g.size and not any(g.strides):
+    if type(g) is ndarray and g.size and not any(g.strides):
         return g[(0,) * g.ndim]
     return None
 
@@ -88,7 +89,7 @@ def _power_base_vjp(g, ans, x, y):
     kind = type(x)
     if (
         type(y) in _SCALARS
-        and (kind is np.float64 or kind is np.ndarray and x.dtype.kind == "f")
+        and (kind is float64 or (kind is ndarray and x.dtype.kind == "f"))
         and y != 0
     ):
         # A constant exponent (x**2): y * x**(y - 1) with numpy's fast scalar powers,
@@ -101,7 +102,7 @@ def _power_base_vjp(g, ans, x, y):
         power = x if y == 2 else x ** (y - 1)
         if factor is not None:
             return power * (y * factor)
-        if y == 2 and type(g) is np.ndarray:  # (g * x) * 2 is g * (2 * x) bit for bit,
+        if y == 2 and type(g) is ndarray:  # (g * x) * 2 is g * (2 * x) bit for bit,
             # with one new array, not two (traced, g * x would be written in place)
             doubled = g * x
             doubled *= 2

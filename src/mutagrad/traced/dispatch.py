@@ -33,6 +33,7 @@ from sys import _getframe
 from typing import Any
 
 import numpy as np
+from numpy import ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, CallRule, Node, VjpRule
@@ -132,7 +133,7 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     # (An operand has a node on the trace's tape: trace is not None.)
     node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
                              user_site_from(_getframe(2)))  # fmt: skip
-    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if type(result) is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:
@@ -166,7 +167,7 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     site = user_site_from(_getframe(2))  # as in binary
     # (a has a node on the trace's tape: trace is not None)
     node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
-    out = WrappedArray(result, node) if type(result) is np.ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if type(result) is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:
@@ -242,7 +243,7 @@ def array_function(self: WrappedValue, func: Any, types: Any, args: Any,
     """``__array_function__``: ``func(*args, **kwargs)``, a numpy function on traced values."""
     if len(types) > 1:  # another array type among the arguments (np.ma, np.matrix)
         for kind in types:
-            if kind is not np.ndarray and issubclass(kind, np.ndarray) and (
+            if kind is not ndarray and issubclass(kind, ndarray) and (
                 kind not in PLAIN_SUBCLASSES
             ):
                 raise NotDifferentiableError(subclass_message(kind, "an argument"))
@@ -348,7 +349,7 @@ def apply(
             # (and start again with the stacked array among the arguments).
             return apply(rule, tuple(array_like(b) for b in args), kwargs, result)
         else:
-            if type(a) is not np.ndarray and isinstance(a, np.ndarray):
+            if type(a) is not ndarray and isinstance(a, ndarray):
                 check_plain(a)
             raw.append(a)
             nodes.append(None)
@@ -382,7 +383,7 @@ def guarded_arguments(args: Any, raw: list[Any]) -> list[Any]:
     rule may keep them for its pullback, and nothing tracks writes to them)."""
     guarded = []
     for a, r in zip(args, raw):
-        if type(r) is np.ndarray:
+        if type(r) is ndarray:
             r = engine.read_only(r) if isinstance(a, WrappedValue) else r.copy()
         guarded.append(r)
     return guarded
@@ -412,9 +413,9 @@ def unaliased(result: Any, raw: list[Any]) -> Any:
     Wrapped as a new array, an alias would let a write to the output change
     the argument behind its version counter.
     """
-    if type(result) is np.ndarray:
+    if type(result) is ndarray:
         for r in raw:
-            if type(r) is np.ndarray and np.may_share_memory(result, r):
+            if type(r) is ndarray and np.may_share_memory(result, r):
                 return result.copy()
     return result
 
@@ -501,7 +502,7 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
             return binary(ufunc, pyop, other, self)
 
         def in_place(self, other, ufunc=ufunc, pyop=pyop):
-            if not isinstance(self._raw, np.ndarray):
+            if not isinstance(self._raw, ndarray):
                 return binary(ufunc, pyop, self, other)  # numpy scalars are immutable
             mutation.ufunc_into(ufunc, (self, other), self, {})
             return self

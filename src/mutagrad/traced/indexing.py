@@ -17,6 +17,7 @@ from sys import _getframe
 from typing import Any
 
 import numpy as np
+from numpy import generic, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
@@ -51,7 +52,7 @@ def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
     if isinstance(k, (int, np.integer)):
         return (int(k),), True
     arr = np.array(k)  # a private copy: the pullback reads the index later
-    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(k, np.ndarray):
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(k, ndarray):
         # An empty list is float64 to np.array, but numpy indexes with it as with
         # an empty integer array (an empty float *array* stays an error).
         arr = arr.astype(np.intp)
@@ -108,7 +109,7 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     else:
         key, basic = normalize_index(index)
     result = w._raw[key]
-    if basic and type(result) is np.ndarray:
+    if basic and type(result) is ndarray:
         return make_view(w, result)
     trace = STATE.get()
     if trace is None:
@@ -117,7 +118,7 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         # No gradient call: numpy's own scalar, as ndarray indexing gives (it is
         # immutable and carries nothing to trace). Not a np.void, which is a
         # writable view of its array's memory.
-        if isinstance(result, np.generic) and not isinstance(result, np.void):
+        if isinstance(result, generic) and not isinstance(result, np.void):
             return result
         return wrap(result)
     n = node_of(w, trace.tape)

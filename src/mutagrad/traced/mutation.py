@@ -25,6 +25,7 @@ from threading import get_ident
 from typing import Any, cast
 
 import numpy as np
+from numpy import generic, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.engine import (
     EXPORTED,
@@ -146,10 +147,10 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
     return base
 
 
-def _rebased(view: np.ndarray, old_low: int, buffer: np.ndarray) -> np.ndarray:
+def _rebased(view: ndarray, old_low: int, buffer: ndarray) -> ndarray:
     """``view`` of memory that started at ``old_low``, moved to the same place in ``buffer``."""
     offset = view.__array_interface__["data"][0] - old_low
-    moved = np.ndarray(view.shape, view.dtype, buffer, offset, view.strides)
+    moved = ndarray(view.shape, view.dtype, buffer, offset, view.strides)
     if not view.flags.writeable:
         moved.flags.writeable = False
     return moved
@@ -172,7 +173,7 @@ def copy_on_write(base: WrappedArray) -> None:
     base._views = None
 
 
-def overlaps(a: np.ndarray, b: np.ndarray, max_work: int = 1000) -> bool:
+def overlaps(a: ndarray, b: ndarray, max_work: int = 1000) -> bool:
     """Whether ``a`` and ``b`` share an element; when numpy cannot tell within
     ``max_work``, conservatively yes."""
     if a is b:
@@ -195,12 +196,12 @@ def refuse_overlapping(
     recorded with another meaning. ``what`` names the write, ``why_and_fix``
     says why and what to do instead.
     """
-    if not isinstance(target, WrappedValue) or type(target._raw) is not np.ndarray:
+    if not isinstance(target, WrappedValue) or type(target._raw) is not ndarray:
         return
     for x in values:
         if (
             isinstance(x, WrappedValue)
-            and type(x._raw) is np.ndarray
+            and type(x._raw) is ndarray
             and overlaps(x._raw, target._raw, max_work)
         ):
             raise NotDifferentiableError(
@@ -216,7 +217,7 @@ _CELL_NUMBERS: dict[int, type[np.signedinteger[Any]]] = {
 
 
 def copy_as_numpy_does(
-    w: WrappedArray, values: Any, perform: Callable[[np.ndarray, Any], None],
+    w: WrappedArray, values: Any, perform: Callable[[ndarray, Any], None],
     operation: str,
 ) -> bool:  # fmt: skip
     """Write ``values`` into ``w`` as numpy's element-by-element copy ``perform(target, values)``
@@ -236,7 +237,7 @@ def copy_as_numpy_does(
 
 
 def copy_several_as_numpy_does(
-    w: WrappedArray, values: list[Any], perform: Callable[[np.ndarray, list[Any]], None],
+    w: WrappedArray, values: list[Any], perform: Callable[[ndarray, list[Any]], None],
     operation: str,
 ) -> bool:  # fmt: skip
     """:func:`copy_as_numpy_does` for a call that copies several values into ``w``
@@ -249,7 +250,7 @@ def copy_several_as_numpy_does(
     data = w._raw
     raws = [v._raw if isinstance(v, WrappedValue) else v for v in values]
     shared = [
-        isinstance(r, np.ndarray) and type(data) is np.ndarray and overlaps(r, data, 10_000)
+        isinstance(r, ndarray) and type(data) is ndarray and overlaps(r, data, 10_000)
         for r in raws
     ]
     if not any(shared):
@@ -282,8 +283,8 @@ def copy_several_as_numpy_does(
         )
     cells = np.arange((high - low) // itemsize, dtype=cell_type)
 
-    def numbered(a: np.ndarray) -> np.ndarray:
-        return np.ndarray(a.shape, cell_type, cells, _first_address(a) - low, a.strides)
+    def numbered(a: ndarray) -> ndarray:
+        return ndarray(a.shape, cell_type, cells, _first_address(a) - low, a.strides)
 
     numbers, next_number = [], cells.size
     for r, s in zip(raws, shared):
@@ -321,7 +322,7 @@ def copy_several_as_numpy_does(
     return True
 
 
-def _value_positions(value_cells: np.ndarray, wanted: np.ndarray, operation: str) -> np.ndarray:
+def _value_positions(value_cells: ndarray, wanted: ndarray, operation: str) -> ndarray:
     """Where in the (flat) values each wanted cell number is."""
     order = np.argsort(value_cells, kind="stable")
     at = np.minimum(np.searchsorted(value_cells, wanted, sorter=order), value_cells.size - 1)
@@ -335,11 +336,11 @@ def _value_positions(value_cells: np.ndarray, wanted: np.ndarray, operation: str
     return positions
 
 
-def _first_address(a: np.ndarray) -> int:
+def _first_address(a: ndarray) -> int:
     return int(a.__array_interface__["data"][0])
 
 
-def _byte_span(a: np.ndarray) -> tuple[int, int]:
+def _byte_span(a: ndarray) -> tuple[int, int]:
     """The lowest address ``a`` touches and one past its highest."""
     start = _first_address(a)
     low = start + sum(st * (n - 1) for st, n in zip(a.strides, a.shape) if st < 0 and n > 0)
@@ -358,20 +359,20 @@ class WrittenElements:
 
     __slots__ = ("base_data", "hits")
 
-    def __init__(self, view: np.ndarray, selected: np.ndarray, base_data: np.ndarray):
+    def __init__(self, view: ndarray, selected: ndarray, base_data: ndarray):
         self.base_data = base_data
         region = Region(view, base_data)
         self.hits = layout_buffer(base_data.shape, np.dtype(bool), region.layout)
         region.view_of(self.hits)[selected] = True
 
-    def overlaps(self, region: np.ndarray) -> bool:
+    def overlaps(self, region: ndarray) -> bool:
         try:
             return bool(Region(region, self.base_data).view_of(self.hits).any())
         except NotDifferentiableError:  # a dtype-reinterpreting view: be conservative
             return True
 
 
-def _selection(view: np.ndarray, key: Any, mask: Any) -> np.ndarray:
+def _selection(view: ndarray, key: Any, mask: Any) -> ndarray:
     """A boolean array over ``view``: the elements ``view[key] = ...`` (or the mask) writes."""
     if mask is not None:
         return np.broadcast_to(np.asarray(mask, dtype=bool), view.shape)
@@ -382,7 +383,7 @@ def _selection(view: np.ndarray, key: Any, mask: Any) -> np.ndarray:
 
 def invalidate(
     base: WrappedArray,
-    place: np.ndarray,
+    place: ndarray,
     write: WriteRecord,
     own: Node | None,
     written: WrittenElements | None = None,
@@ -422,7 +423,7 @@ def _active_node(base: WrappedArray, trace: Trace) -> Node | None:
     return n if n is not None and n.tape is trace.tape else None
 
 
-def _covers_base(place: np.ndarray, base: WrappedArray) -> bool:
+def _covers_base(place: ndarray, base: WrappedArray) -> bool:
     data = base._raw
     if place is data:
         return True
@@ -435,7 +436,7 @@ def _covers_base(place: np.ndarray, base: WrappedArray) -> bool:
 
 def commit(
     base: WrappedArray,
-    place: np.ndarray,
+    place: ndarray,
     value_node: Node | None,
     trace: Trace,
     kind: int = NO_INDEX,
@@ -509,7 +510,7 @@ def _write_record(
     base: WrappedValue,
     operation: str,
     key: Any,
-    place: np.ndarray,
+    place: ndarray,
     trace: Trace | None,
     site: Site | None = None,
 ) -> WriteRecord | None:
@@ -576,7 +577,7 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
 
 
 # Values a write stores as they are (neither a WrappedValue nor a list).
-_NUMBERS = (float, int, np.generic)
+_NUMBERS = (float, int, generic)
 
 
 def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
@@ -676,7 +677,7 @@ def _assign_part(
 
 
 def _parts_node(
-    base: WrappedArray, elements: np.ndarray, key: Any, mask: Any, value: Any,
+    base: WrappedArray, elements: ndarray, key: Any, mask: Any, value: Any,
     imaginary: bool, trace: Trace,
 ) -> Node | None:  # fmt: skip
     """The node of the elements a part write leaves: the written part and the other part,
@@ -720,7 +721,7 @@ def _checked_value(
     return value, raw_value, value_node, base
 
 
-def _refuse_truncation(data: np.ndarray, raw_value: Any, operation: str) -> None:
+def _refuse_truncation(data: ndarray, raw_value: Any, operation: str) -> None:
     """Traced floats stored into an integer array: numpy truncates them, which is refused."""
     if np.asarray(raw_value).dtype.kind in "fc":
         raise NotDifferentiableError(
@@ -732,8 +733,8 @@ def _refuse_truncation(data: np.ndarray, raw_value: Any, operation: str) -> None
 
 
 def _landing(
-    w: WrappedArray, data: np.ndarray, key: Any, basic: bool, mask: Any, differentiated: bool
-) -> tuple[int, np.ndarray, Any, Any, Any]:
+    w: WrappedArray, data: ndarray, key: Any, basic: bool, mask: Any, differentiated: bool
+) -> tuple[int, ndarray, Any, Any, Any]:
     """Where the values land: ``(kind of index, the place written, the index, the winners of
     repeated fancy indices (for a value that carries a derivative), the element index of a
     one-element write into the base)``."""
@@ -744,7 +745,7 @@ def _landing(
         return FANCY_INDEX, data, key, winners, None
     place = data[key]
     element = None
-    if not isinstance(place, np.ndarray):  # every axis indexed by an integer: one element
+    if not isinstance(place, ndarray):  # every axis indexed by an integer: one element
         place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
         if w._base is None:
             element = key  # an index into the base itself, as the pullback's g is
@@ -752,7 +753,7 @@ def _landing(
 
 
 def _poison(
-    base: WrappedArray, data: np.ndarray, key: Any, kind: int, place: np.ndarray, mask: Any,
+    base: WrappedArray, data: ndarray, key: Any, kind: int, place: ndarray, mask: Any,
     index_out: Any, operation: str, trace: Trace | None, own: Node | None = None,
 ) -> WriteRecord | None:  # fmt: skip
     """Poison (or snapshot) the captures the write overlaps; the write's record, if needed.
@@ -768,7 +769,7 @@ def _poison(
 
 
 def _write(
-    data: np.ndarray, key: Any, raw_value: Any, mask: Any, index_out: Any, place: np.ndarray,
+    data: ndarray, key: Any, raw_value: Any, mask: Any, index_out: Any, place: ndarray,
     kind: int, trace: Trace | None, operation: str, write: WriteRecord | None,
 ) -> None:  # fmt: skip
     """numpy's write, refused where it copied overlapping values element by element.
@@ -783,7 +784,7 @@ def _write(
         raw_value.copy()
         if trace is not None
         and kind == NO_INDEX
-        and type(raw_value) is np.ndarray
+        and type(raw_value) is ndarray
         and overlaps(raw_value, place)
         else None
     )
@@ -879,7 +880,7 @@ def _sequence_as_numpy_stores_it(w: WrappedArray, key: Any, value: Any, operatio
     if not any(isinstance(v, WrappedArray) for v in leaves):
         return False
 
-    def store(target: np.ndarray, numbered: list[Any]) -> None:
+    def store(target: ndarray, numbered: list[Any]) -> None:
         rebuilt = _with_leaves(value, iter(numbered))
         if operation == "__setitem__":
             target[key] = rebuilt
@@ -919,7 +920,7 @@ def _refuse_sequence_of_views(w: WrappedArray, value: Any, operation: str) -> No
 
 def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
     """Whether ``w[key] = value`` stores a view onto exactly the memory it came from."""
-    if not isinstance(value, WrappedValue) or type(value._raw) is not np.ndarray:
+    if not isinstance(value, WrappedValue) or type(value._raw) is not ndarray:
         return False
     base = w._base if w._base is not None else w
     value_base = value._base if value._base is not None else value
@@ -928,7 +929,7 @@ def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
     place = w._raw[key]
     source = value._raw
     return (
-        isinstance(place, np.ndarray)
+        isinstance(place, ndarray)
         and place.shape == source.shape
         and place.strides == source.strides
         and place.dtype == source.dtype
@@ -939,7 +940,7 @@ def _is_self_assignment(w: WrappedArray, key: Any, value: Any) -> bool:
     )
 
 
-def _winners(data: np.ndarray, key: Any) -> np.ndarray | None:
+def _winners(data: ndarray, key: Any) -> ndarray | None:
     """For an advanced index that repeats positions: which written elements numpy kept.
 
     numpy keeps one value per repeated position without promising which, so
@@ -958,7 +959,7 @@ def write_in_place(
     inputs: tuple[Any, ...],
     out: WrappedArray,
     kwargs: dict[str, Any] | None,
-    perform: Callable[[list[Any], np.ndarray], None],
+    perform: Callable[[list[Any], ndarray], None],
     operation: str,
 ) -> WrappedArray:
     """Write ``rule(*inputs)`` into ``out`` in place; ``perform(raw_inputs, target)`` writes.
@@ -1010,7 +1011,7 @@ def write_in_place(
 
 
 def _forward_rule(
-    rule: Any, inputs: tuple[Any, ...], raw: list[Any], target: np.ndarray, base: WrappedArray,
+    rule: Any, inputs: tuple[Any, ...], raw: list[Any], target: ndarray, base: WrappedArray,
     trace: Trace,
 ) -> Any:  # fmt: skip
     """The rule whose jvp gives an in-place write's tangent; None where the written values
@@ -1023,7 +1024,7 @@ def _forward_rule(
     return rule
 def _write_part_in_place(
     rule: VjpRule | None, inputs: tuple[Any, ...], out: WrappedArray,
-    kwargs: dict[str, Any] | None, perform: Callable[[list[Any], np.ndarray], None],
+    kwargs: dict[str, Any] | None, perform: Callable[[list[Any], ndarray], None],
     operation: str, trace: Trace | None,
 ) -> WrappedArray:  # fmt: skip
     """:func:`write_in_place` into one part of complex elements (``z.real += v``): the
@@ -1052,7 +1053,7 @@ def _write_part_in_place(
 
 
 def _write_in_place_untraced(
-    inputs: tuple[Any, ...], out: WrappedArray, perform: Callable[[list[Any], np.ndarray], None]
+    inputs: tuple[Any, ...], out: WrappedArray, perform: Callable[[list[Any], ndarray], None]
 ) -> bool:
     """:func:`write_in_place` outside a gradient call when no flag or capture asks for more.
 
@@ -1081,7 +1082,7 @@ def _write_in_place_untraced(
 
 def _record_operation(
     rule: VjpRule | None, inputs: tuple[Any, ...], raw: list[Any], nodes: list[Node | None],
-    base: WrappedArray, target: np.ndarray, kwargs: dict[str, Any] | None, trace: Trace | None,
+    base: WrappedArray, target: ndarray, kwargs: dict[str, Any] | None, trace: Trace | None,
 ) -> tuple[Node | None, bool, Site | None]:  # fmt: skip
     """The node of the operation whose result the write stores, if it carries a derivative:
     ``(node, whether its pullback reads the output, the user's site)``."""
@@ -1116,7 +1117,7 @@ def ufunc_into(
         assign(out, Ellipsis, rule.call(inputs, kwargs or None), operation)
         return out
 
-    def perform(raw: list[Any], target: np.ndarray) -> None:
+    def perform(raw: list[Any], target: ndarray) -> None:
         ufunc(*raw, out=target, **kwargs)
 
     return write_in_place(rule, inputs, out, kwargs or None, perform, operation)

@@ -38,6 +38,7 @@ from types import FrameType, GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from numpy import float64, generic, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core import engine
 from mutagrad.core.engine import (
@@ -106,7 +107,7 @@ _ModeKind = Literal["raise", "wrap", "clip"]
 
 # Every public attribute of np.ndarray: the ones WrappedValue does not define are
 # refused by name rather than reported as missing (see missing_attribute).
-NDARRAY_ATTRIBUTES = frozenset(name for name in dir(np.ndarray) if not name.startswith("_"))
+NDARRAY_ATTRIBUTES = frozenset(name for name in dir(ndarray) if not name.startswith("_"))
 
 
 class WrappedValue:
@@ -134,13 +135,13 @@ class WrappedValue:
     def __init__(self, data: Any, node: Node | None = None):
         kind = type(data)
         if (
-            kind is not np.ndarray
-            and kind is not np.float64
+            kind is not ndarray
+            and kind is not float64
             # (isinstance answers numpy's type for a traced value too)
-            and (not isinstance(data, np.generic) or isinstance(data, WrappedValue))
+            and (not isinstance(data, generic) or isinstance(data, WrappedValue))
         ):
             if (
-                isinstance(data, np.ndarray)
+                isinstance(data, ndarray)
                 and not isinstance(data, WrappedValue)
                 and kind not in PLAIN_SUBCLASSES
             ):  # np.matrix, np.ma.MaskedArray: an operation's result, or an argument
@@ -278,7 +279,7 @@ class WrappedValue:
 
     # -- conversions ---------------------------------------------------------
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> ndarray:
         if is_active(self):
             if dtype is None or not _truncating_cast(self._raw.dtype, dtype):
                 raise TracerConversionError(conversion_message("np.asarray / __array__"))
@@ -296,7 +297,7 @@ class WrappedValue:
             return np.array(data, dtype=dtype, copy=True)
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
-        if type(self._raw) is np.ndarray:
+        if type(self._raw) is ndarray:
             export(self)
         return data.view()  # the same memory, as numpy's np.asarray(a) is a itself
 
@@ -397,7 +398,7 @@ class WrappedValue:
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True):  # fmt: skip
         # subok: a WrappedArray has no subclass to keep or drop.
-        astype = FUNCTION_RULES[np.ndarray.astype]  # its rule (mutagrad.rules.shape)
+        astype = FUNCTION_RULES[ndarray.astype]  # its rule (mutagrad.rules.shape)
         return astype(self, dtype, order=order, casting=casting, copy=copy)
 
     def reshape(
@@ -405,7 +406,7 @@ class WrappedValue:
     ) -> WrappedArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        elif len(shape) == 1 and isinstance(shape[0], (np.ndarray, WrappedValue)):
+        elif len(shape) == 1 and isinstance(shape[0], (ndarray, WrappedValue)):
             # numpy takes an integer array as the shape (np.kron, np.histogramdd do)
             sizes = np.asarray(unwrap(shape[0]))
             shape = (operator.index(sizes),) if sizes.ndim == 0 else tuple(sizes.tolist())
@@ -417,13 +418,13 @@ class WrappedValue:
         return np.transpose(self, axes or None)  # type: ignore[return-value]
 
     def view(self, dtype: Any = None, type: Any = None) -> Any:
-        if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+        if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, ndarray):
             dtype, type = None, dtype  # x.view(np.ndarray): numpy reads a class as type=
         if type is not None:
             # An ndarray (subclass) view of the memory is an export: read-only, of a constant.
             raw = exported(self, "x.view(type=...)")
             return raw.view(type) if dtype is None else raw.view(dtype, type)
-        return FUNCTION_RULES[np.ndarray.view](self, dtype)  # its rule (mutagrad.rules.shape)
+        return FUNCTION_RULES[ndarray.view](self, dtype)  # its rule (mutagrad.rules.shape)
 
     def ravel(self, order: _OrderKACF = "C") -> WrappedArray:
         return np.ravel(self, order=order)  # type: ignore[return-value]
@@ -604,7 +605,7 @@ class WrappedArray(WrappedValue):
     def __class__(self) -> type:
         # isinstance(x, np.ndarray) answers as for the ndarray it mirrors (see
         # WrappedValue); type(x) still says WrappedArray.
-        return np.ndarray
+        return ndarray
 
     def __len__(self) -> int:
         return len(self._raw)
@@ -635,10 +636,10 @@ class WrappedArray(WrappedValue):
              stable: Any = None) -> None:  # fmt: skip
         # stable= only orders equal elements among themselves: the sorted values,
         # and their gradient, are the same either way.
-        FUNCTION_RULES[np.ndarray.sort](self, axis=axis, kind=kind, order=order)  # (rules.inplace)
+        FUNCTION_RULES[ndarray.sort](self, axis=axis, kind=kind, order=order)  # (rules.inplace)
 
     def put(self, indices: Any, values: Any, /, mode: str = "raise") -> None:
-        FUNCTION_RULES[np.ndarray.put](self, indices, values, mode=mode)  # (rules.inplace)
+        FUNCTION_RULES[ndarray.put](self, indices, values, mode=mode)  # (rules.inplace)
 
     def setflags(self, *, write: Any = None, align: Any = None, uic: Any = None) -> None:
         """Making the array read-only is supported; making it writeable again is refused
@@ -764,9 +765,9 @@ def _truncating_cast(source: np.dtype, target: Any) -> bool:
 
 def wrap(data: Any, node: Node | None = None) -> WrappedValue:
     """The right wrapper for ``data``: WrappedArray for an ndarray, WrappedScalar otherwise."""
-    if type(data) is np.ndarray:
+    if type(data) is ndarray:
         return WrappedArray(data, node)
-    if isinstance(data, np.generic) and not isinstance(data, WrappedValue):
+    if isinstance(data, generic) and not isinstance(data, WrappedValue):
         return WrappedScalar(data, node)
     return WrappedArray(data, node)  # (which refuses an ndarray subclass)
 
@@ -779,7 +780,7 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     float ``x`` does not.
     """
     result_type = type(result)
-    if result_type is np.float64 or (result_type is np.ndarray and result.dtype.kind == "f"):
+    if result_type is float64 or (result_type is ndarray and result.dtype.kind == "f"):
         return False  # the common case, decided without the lookups below
     kind = getattr(getattr(result, "dtype", None), "kind", "f")
     if kind not in "biu":
@@ -797,7 +798,7 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     reads its base's current node (:func:`node_of`).
     """
     if not isinstance(x, WrappedValue):
-        if type(x) is not np.ndarray and isinstance(x, np.ndarray):
+        if type(x) is not ndarray and isinstance(x, ndarray):
             check_plain(x)
         return x, None
     if tape is None:
@@ -966,7 +967,7 @@ def node_of(w: WrappedValue, tape: engine.Tape | None) -> Node | None:
     return n
 
 
-def _part_node(data: np.ndarray, base: WrappedArray, bn: Node, tape: engine.Tape) -> Node:
+def _part_node(data: ndarray, base: WrappedArray, bn: Node, tape: engine.Tape) -> Node:
     """The node of ``z.real`` or ``z.imag`` (a view of one part of complex elements): the
     view of the whole elements, then the part of them (mutagrad.core.regions)."""
     elements = complex_elements(data, base._raw)
@@ -1016,7 +1017,7 @@ def tangents_among(values: tuple[Any, ...], levels: tuple[Any, ...]) -> bool:
     return any(isinstance(v, WrappedValue) and has_tangent(v, levels) for v in values)
 
 
-def check_plain(a: np.ndarray) -> None:
+def check_plain(a: ndarray) -> None:
     """Refuse an ndarray subclass (np.matrix, np.ma.MaskedArray) as an operand of ours.
 
     A rule computes on plain arrays, so its result would be numpy's for a
@@ -1067,7 +1068,7 @@ def any_active(values: Any) -> bool:
     return False
 
 
-def make_view(parent: WrappedValue, data: np.ndarray) -> WrappedArray:
+def make_view(parent: WrappedValue, data: ndarray) -> WrappedArray:
     """A WrappedArray for ``data``, a numpy view into ``parent``'s memory."""
     base = parent._base if parent._base is not None else parent
     v = WrappedArray(data)
@@ -1080,20 +1081,20 @@ def make_view(parent: WrappedValue, data: np.ndarray) -> WrappedArray:
     return v
 
 
-def is_view_of(result: np.ndarray, data: Any) -> bool:
+def is_view_of(result: ndarray, data: Any) -> bool:
     return (
-        type(data) is np.ndarray and result.base is not None and np.may_share_memory(result, data)
+        type(data) is ndarray and result.base is not None and np.may_share_memory(result, data)
     )
 
 
 def wrap_constant(result: Any, args: tuple[Any, ...] = (), raw: Any = ()) -> Any:
     """Wrap a result that carries no gradient; a view of an argument stays a view of it."""
-    if type(result) is np.ndarray:
+    if type(result) is ndarray:
         for a, r in zip(args, raw):
             if isinstance(a, WrappedValue) and is_view_of(result, r):
                 return make_view(a, result)
         return WrappedArray(result)
-    if isinstance(result, np.generic):
+    if isinstance(result, generic):
         return WrappedScalar(result)
     if type(result) is tuple:
         return tuple(wrap_constant(r, args, raw) for r in result)
@@ -1136,7 +1137,7 @@ def is_raw_array(x: Any) -> bool:
     ``isinstance(w, np.ndarray)`` is True for a WrappedArray too: it answers
     Python's type questions as the ndarray it mirrors.
     """
-    return type(x) is np.ndarray or (isinstance(x, np.ndarray) and not isinstance(x, WrappedValue))
+    return type(x) is ndarray or (isinstance(x, ndarray) and not isinstance(x, WrappedValue))
 
 
 def holds_wrapped(value: Any) -> bool:
@@ -1184,7 +1185,7 @@ def traced_handle(
     """
     if isinstance(value, WrappedValue):  # a traced scalar, saved with its tangents
         tangents, value = value._tangents, value._raw
-    w = make_view(base, value) if base is not None and type(value) is np.ndarray else wrap(value)
+    w = make_view(base, value) if base is not None and type(value) is ndarray else wrap(value)
     w._node = node
     w._flags |= READONLY | PINNED
     if tangents is not None:
