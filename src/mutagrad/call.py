@@ -44,6 +44,7 @@ from mutagrad.core.engine import (
     backward,
     collector_paused,
     raise_other_thread_error,
+    sparse_is_wrapped,
 )
 from mutagrad.core.memory import copy_keeping_layout
 from mutagrad.core.modes import MODE, Mode, mode_named
@@ -635,11 +636,7 @@ def input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
     if cot is ZERO:
         cot = np.zeros(node.shape, dtype=dtype)
     elif type(cot) is SparseCotangent:
-        cot = (
-            cot.dense()
-            if not any(isinstance(v, WrappedValue) for _, _, v in cot.entries)
-            else _traced_dense(cot)
-        )
+        cot = cot.dense() if not sparse_is_wrapped(cot) else _traced_dense(cot)
     if isinstance(cot, WrappedValue):
         return cot
     if isinstance(leaf, (int, float)) and not isinstance(leaf, np.generic):

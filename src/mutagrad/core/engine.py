@@ -977,7 +977,7 @@ class BackwardPass:
         self.accumulate(node, sparse)
 
     def _add_sparse_into(self, node: Node, old: Any, sparse: SparseCotangent) -> None:
-        if is_wrapped(old) or _sparse_is_wrapped(sparse):
+        if is_wrapped(old) or sparse_is_wrapped(sparse):
             self.cots[node] = old + TRACED.densify(sparse)
             return
         owned = node in self.owned and type(old) is ndarray
@@ -987,8 +987,14 @@ class BackwardPass:
         self.cots[node] = sparse.add_to(old)
 
 
-def _sparse_is_wrapped(sparse: SparseCotangent) -> bool:
-    return any(is_wrapped(value) for _, _, value in sparse.entries)
+def sparse_is_wrapped(sparse: SparseCotangent) -> bool:
+    """Whether any entry of ``sparse`` holds a traced value (a recorded sweep's)."""
+    if not sparse.entries:
+        return False
+    # By the values' types, found in C: a loop of N element reads leaves N entries.
+    _, _, values = zip(*sparse.entries)
+    kind = TRACED.kind
+    return any(issubclass(value_type, kind) for value_type in set(map(type, values)))
 
 
 def backward(
@@ -1038,7 +1044,7 @@ def backward(
             owned_nodes.discard(node)
             owned = True
         if type(g) is SparseCotangent:
-            if _sparse_is_wrapped(g):
+            if sparse_is_wrapped(g):
                 g, owned = TRACED.densify(g), False
             else:
                 g, owned = g.dense(), True

@@ -33,7 +33,7 @@ from sys import _getframe
 from typing import Any
 
 import numpy as np
-from numpy import ndarray  # (by name: see mutagrad.core.record)
+from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core import engine
 from mutagrad.core.engine import STATE, CallRule, Node, VjpRule
@@ -91,15 +91,18 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
-    # operand, inlined for the common case of a WrappedArray that is not a view.
-    if isinstance(a, WrappedValue) and a._base is None and tape is not None:
+    # operand, inlined for the common case of a traced value that is not a view (told by
+    # its type: isinstance of anything else looks up its __class__).
+    kind = type(a)
+    if (kind is WrappedArray or kind is WrappedScalar) and a._base is None and tape is not None:
         ra = a._raw
         na = a._node
         if na is not None and na.tape is not tape:
             na = None
     else:
         ra, na = operand(a, tape)
-    if isinstance(b, WrappedValue) and b._base is None and tape is not None:
+    kind = type(b)
+    if (kind is WrappedArray or kind is WrappedScalar) and b._base is None and tape is not None:
         rb = b._raw
         nb = b._node
         if nb is not None and nb.tape is not tape:
@@ -107,7 +110,8 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     else:
         rb, nb = operand(b, tape)
     result = pyop(ra, rb)
-    if type(result) is complex:
+    kind = type(result)
+    if kind is complex:
         # 1j * np.float64(x): Python's complex.__mul__ answers first, with a Python
         # complex (np.float64 is a float, not a complex); the node needs a dtype.
         result = np.complex128(result)
@@ -115,7 +119,8 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         trace is not None and trace.forward and tangents_among((a, b), trace.forward)
     ):
         return wrap_constant(result, (a, b), (ra, rb))
-    if truncates(result, (ra, rb), (na, nb)):
+    # (truncates' first test, spelled out: a float64 scalar never truncates)
+    if kind is not float64 and truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -133,7 +138,7 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     # (An operand has a node on the trace's tape: trace is not None.)
     node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
                              user_site_from(_getframe(2)))  # fmt: skip
-    out = WrappedArray(result, node) if type(result) is ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:
@@ -146,11 +151,12 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     trace = STATE.get()
     ra, na = operand(a, trace.tape if trace is not None else None)
     result = pyop(ra)
+    kind = type(result)
     if na is None and not (
         trace is not None and trace.forward and tangents_among((a,), trace.forward)
     ):
         return wrap_constant(result, (a,), (ra,))
-    if truncates(result, (ra,), (na,)):
+    if kind is not float64 and truncates(result, (ra,), (na,)):  # (as in binary)
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -167,7 +173,7 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     site = user_site_from(_getframe(2))  # as in binary
     # (a has a node on the trace's tape: trace is not None)
     node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
-    out = WrappedArray(result, node) if type(result) is ndarray else WrappedScalar(result, node)
+    out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:

@@ -791,12 +791,18 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
     )
 
 
+# The constants most operations meet: a Python number, a numpy float, a plain array.
+_PLAIN_OPERANDS = frozenset({int, float, bool, float64, ndarray})
+
+
 def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     """The raw value of an operand and its node on ``tape`` (None for a constant).
 
     The one place an argument of a recorded operation is resolved: a view
     reads its base's current node (:func:`node_of`).
     """
+    if type(x) in _PLAIN_OPERANDS:
+        return x, None  # (the isinstance tests below would each look up x.__class__)
     if not isinstance(x, WrappedValue):
         if type(x) is not ndarray and isinstance(x, ndarray):
             check_plain(x)
