@@ -152,8 +152,7 @@ def record2(
         active, tag = 1, na.tag
     else:
         active, tag = 3, na.tag | nb.tag
-    # 0x20000 | active is plan_key(active, 2), spelled out on this hot path.
-    need, need_ans = rule._plans.get(0x20000 | active) or rule.plan(active, 2)
+    need, need_ans = rule.plans2[active]
     node = Node(rule, (na, nb), trace.tape, tag, result, site)
     mode = trace.mode
     # save_value, inlined for the common case of a WrappedArray read (a capture).
@@ -201,8 +200,7 @@ def record1(
     site: Site | None,
 ) -> tuple[Node, bool]:
     """:func:`record` for one argument ``a`` (raw ``ra``, node ``na``)."""
-    # 0x10001 is plan_key(1, 1): the argument is active.
-    need, need_ans = rule._plans.get(0x10001) or rule.plan(1, 1)
+    need, need_ans = rule.plan1  # (the argument is active)
     node = Node(rule, (na,), trace.tape, na.tag, result, site)
     saved = save_value(ra, a, node, trace.mode) if need[0] else _shape_only(ra)
     # push, spelled out on this hot path

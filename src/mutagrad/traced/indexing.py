@@ -17,7 +17,7 @@ from sys import _getframe
 from typing import Any
 
 import numpy as np
-from numpy import generic, ndarray  # (by name: see mutagrad.core.record)
+from numpy import float64, generic, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
@@ -26,6 +26,7 @@ from mutagrad.diagnostics.sites import user_site_from
 from mutagrad.traced.forward import forward_element
 from mutagrad.traced.value import (
     WrappedArray,
+    WrappedScalar,
     WrappedValue,
     check_thread,
     has_tangent,
@@ -121,17 +122,24 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         if isinstance(result, generic) and not isinstance(result, np.void):
             return result
         return wrap(result)
-    n = node_of(w, trace.tape)
+    tape = trace.tape
+    if w._base is None:  # node_of's first case, without the call
+        n = w._node
+        if n is not None and n.tape is not tape:
+            n = None
+    else:
+        n = node_of(w, tape)
     if n is None:
         if trace.forward and has_tangent(w, trace.forward):
             return forward_element(w, key, wrap(result), trace)
         return wrap(result)
-    tape = trace.tape
     # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually.
     site = user_site_from(_getframe(1))
     node = Node(GETITEM, (n,), tape, n.tag, result, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)  # push, spelled out on this hot path
+    # (wrap's case of an element of a float64 array, without the call)
+    out = WrappedScalar(result, node) if type(result) is float64 else wrap(result, node)
     if trace.forward:
-        return forward_element(w, key, wrap(result, node), trace)
-    return wrap(result, node)
+        return forward_element(w, key, out, trace)
+    return out
