@@ -889,10 +889,14 @@ class BackwardPass:
         is :meth:`accumulate_general`'s.
         """
         kind = type(c)
-        if (kind is float64 or kind is ndarray) and c.dtype is node.dtype:
-            # The common case: a float64 cotangent for a float64 value.
-            if c.shape != node.shape:
+        if kind is float64:  # (its dtype and shape known, not read: each read makes an object)
+            common = node.dtype is FLOAT64 and node.shape == ()
+        else:
+            common = kind is ndarray and c.dtype is node.dtype
+            if common and c.shape != node.shape:
                 c = unbroadcast(c, node.shape)
+        if common:
+            # The common case: a float64 cotangent for a float64 value.
             cots = self.cots
             old = cots.get(node)
             if old is None or old is ZERO:
