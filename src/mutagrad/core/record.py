@@ -226,15 +226,18 @@ def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any
 
 def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
     """What ``node``'s pullback reads later of the value ``raw`` (of argument ``arg``)."""
-    if type(raw) is ndarray:
+    kind = type(raw)
+    if kind is ndarray:
         if isinstance(arg, TRACED.kind):
             return capture(arg, raw, node, mode)
         # A raw ndarray lies outside the version system: keep a private copy.
         node.tape.guard_bytes += raw.nbytes
         return raw.copy()
-    if isinstance(raw, list):
+    # (Tests of the type, not isinstance: a failing isinstance looks up the value's
+    # __class__ too, and a number fails both.)
+    if issubclass(kind, list):
         return np.array(raw)
-    if isinstance(arg, TRACED.kind):
+    if issubclass(type(arg), TRACED.kind):
         trace = STATE.get()
         if trace is not None and trace.forward:
             # A traced scalar under forward levels is kept as itself: its tangents (set

@@ -745,8 +745,10 @@ def _landing(
         return FANCY_INDEX, data, key, winners, None
     place = data[key]
     element = None
-    if not isinstance(place, ndarray):  # every axis indexed by an integer: one element
-        place = data[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+    # (Tests of the type, not isinstance, which looks up __class__ of a numpy scalar and
+    # an int.) Every axis indexed by an integer: one element.
+    if not issubclass(type(place), ndarray):
+        place = data[(*key, Ellipsis) if issubclass(type(key), tuple) else (key, Ellipsis)]
         if w._base is None:
             element = key  # an index into the base itself, as the pullback's g is
     return NO_INDEX, place, None, None, element
