@@ -119,8 +119,9 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         trace is not None and trace.forward and tangents_among((a, b), trace.forward)
     ):
         return wrap_constant(result, (a, b), (ra, rb))
-    # (truncates' first test, spelled out: a float64 scalar never truncates)
-    if kind is not float64 and truncates(result, (ra, rb), (na, nb)):
+    # (truncates' first test, spelled out: a float64 scalar or float array never truncates)
+    floating = kind is float64 or (kind is ndarray and result.dtype.kind == "f")
+    if not floating and truncates(result, (ra, rb), (na, nb)):
         return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
@@ -156,7 +157,8 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
         trace is not None and trace.forward and tangents_among((a,), trace.forward)
     ):
         return wrap_constant(result, (a,), (ra,))
-    if kind is not float64 and truncates(result, (ra,), (na,)):  # (as in binary)
+    floating = kind is float64 or (kind is ndarray and result.dtype.kind == "f")  # (as in binary)
+    if not floating and truncates(result, (ra,), (na,)):
         return wrap_constant(result, (a,), (ra,))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
