@@ -245,3 +245,27 @@ def test_every_node_names_its_own_line_even_when_a_loop_shares_sites():
     assert lines["getitem"] == lines["multiply"] == {first + 3}
     assert lines["sin"] == lines["add"] == {first + 4}
     assert [op.source for op in ops if op.name == "sin"] == ["s = s + np.sin(t)"] * 3
+
+
+def test_a_sparse_cotangent_holding_a_traced_value_is_told_apart():
+    """sparse_is_wrapped finds a traced entry among raw ones, whatever its place (it tests
+    the entries' types, not each entry), and none in an empty cotangent."""
+    from mutagrad.core.engine import sparse_is_wrapped
+    from mutagrad.core.tangents import BASIC
+    from mutagrad.traced import WrappedScalar
+
+    def sparse(values):
+        s = SparseCotangent((4,), np.dtype(np.float64))
+        s.entries.extend((BASIC, i, v) for i, v in enumerate(values))
+        return s
+
+    traced = WrappedScalar(np.float64(1.0))
+    assert not sparse_is_wrapped(sparse([]))
+    assert not sparse_is_wrapped(sparse([np.float64(1.0), 2.0, np.ones(1)]))
+    for place in range(3):
+        values: list = [np.float64(1.0), 2.0, np.ones(1)]
+        values[place] = traced
+        assert sparse_is_wrapped(sparse(values))
+    # (the loop's second-order case: element reads of a traced sweep, densified traced)
+    check_gradient(lambda x: sum(x[i] ** 3 for i in range(3)), np.array([0.5, -1.0, 2.0]),
+                   order=2)  # fmt: skip
