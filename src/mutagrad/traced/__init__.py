@@ -8,6 +8,7 @@ Layered bottom up, each module importing only those before it::
     indexing    x[i]: reads, and the view-read and gather rules
     mutation    every write: x[i] = v, x += v, out=, and the checks, poisoning and
                 recording around it
+    elision     forward mode's temporary elision: (y - yh) ** 2 into the difference
     dispatch    numpy's protocols and the Python operators: the operator fast path
                 (binary, unary) and the general one (apply), calls without a
                 derivative, numpy's own code traced through
@@ -53,6 +54,11 @@ for _name, _method in dispatch.operator_methods().items():
 WrappedValue.byteswap = methods.byteswap  # type: ignore[method-assign]
 WrappedValue.real = WrappedValue.real.setter(methods.set_real)  # type: ignore[method-assign, attr-defined]
 WrappedValue.imag = WrappedValue.imag.setter(methods.set_imag)  # type: ignore[method-assign, attr-defined]
+
+# +, -, * and ** of arrays: into a large temporary's memory where that is proved safe
+# (mutagrad.traced.elision; a scalar is never large).
+for _name, _method in dispatch.eliding_operator_methods().items():
+    setattr(WrappedArray, _name, _method)
 
 # Indexing and the in-place methods: arrays (scalars are immutable, as numpy's).
 WrappedArray.__getitem__ = indexing.getitem  # type: ignore[method-assign]

@@ -29,7 +29,7 @@ import inspect
 import operator
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from sys import _getframe
+from sys import _getframe, getrefcount
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,12 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import mutation
+from mutagrad.traced.elision import (
+    ELIDED,
+    MIN_ELIDED_BYTES,
+    TEMPORARY_REFERENCES,
+    into_temporary,
+)
 from mutagrad.traced.forward import forward_result
 from mutagrad.traced.value import (
     WrappedArray,
@@ -550,4 +556,32 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
         return np.divmod(self, other)
 
     methods["__divmod__"] = divmod_
+    return methods
+
+
+def eliding_operator_methods() -> dict[str, Callable[..., Any]]:
+    """WrappedArray's ``+``, ``-``, ``*`` and ``**``: into a large temporary left operand's own
+    memory where :mod:`mutagrad.traced.elision` proves it safe, else :func:`binary` (none
+    where the interpreter's reference counts cannot tell a temporary)."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for name, ufunc, pyop in [
+        ("add", np.add, operator.add),
+        ("sub", np.subtract, operator.sub),
+        ("mul", np.multiply, operator.mul),
+        ("pow", np.power, operator.pow),
+    ]:
+        if ufunc not in ELIDED:
+            continue
+
+        def forward(self, other, ufunc=ufunc, pyop=pyop):
+            # The cheapest tests here, and the reference count in this frame: the one
+            # TEMPORARY_REFERENCES was measured in.
+            if self._raw.nbytes >= MIN_ELIDED_BYTES and getrefcount(self) == TEMPORARY_REFERENCES:
+                out = into_temporary(ufunc, self, other)
+                if out is not None:
+                    return out
+            return binary(ufunc, pyop, self, other)
+
+        forward.__name__ = f"__{name}__"
+        methods[forward.__name__] = forward
     return methods
