@@ -358,3 +358,41 @@ def test_copy_module_copies_are_independent():
     b = copy.copy(a)
     b[0] = 5.0
     np.testing.assert_array_equal(np.asarray(a), [1.0, 2.0])
+
+
+# numpy copies read-only values before writing them (np.place asks for a writeable array),
+# and reads a writeable view of the written array as it writes: the flag decides the result.
+_WINDOW = np.lib.stride_tricks.sliding_window_view
+_OVERLAPPING_VALUES = {
+    "writeable view": lambda x: x[:3],
+    "read-only view": lambda x: _read_only(x[:3]),
+    "sliding window": lambda x: _WINDOW(x, x.shape).ravel()[:3],
+}
+
+
+def _read_only(v):
+    v.flags.writeable = False
+    return v
+
+
+@pytest.mark.parametrize("values", sorted(_OVERLAPPING_VALUES))
+@pytest.mark.parametrize("mode", ["poison", "snapshot", "forward"])
+def test_place_reads_overlapping_values_as_numpy_does_for_their_flags(values, mode):
+    make = _OVERLAPPING_VALUES[values]
+
+    def f(a):
+        x = a[:4] * 1.0
+        np.place(x, np.array([True, False, True, True]), make(x))
+        return np.sum(np.tanh(x) * np.arange(1.0, 5.0))
+
+    a = np.array([0.81, -1.889245, -1.62949, 0.230265, 1.81002])
+    direction = np.linspace(-1, 1, 5)
+    h = 1e-6
+    fd = (f(a + h * direction) - f(a - h * direction)) / (2 * h)
+    if mode == "forward":
+        value, along = mutagrad.jvp(f, (a,), (direction,))
+    else:
+        value, grad = mutagrad.withgradient(f, a, mode=mode)
+        along = np.dot(grad[0], direction)
+    assert value == f(a.copy())  # numpy's value, exactly
+    assert along == pytest.approx(fd, rel=1e-6)

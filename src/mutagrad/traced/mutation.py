@@ -289,7 +289,12 @@ def copy_several_as_numpy_does(
     numbers, next_number = [], cells.size
     for r, s in zip(raws, shared):
         if s:
-            numbers.append(numbered(r))
+            number = numbered(r)
+            if not r.flags.writeable:
+                # (numpy copies read-only values before it writes, np.place among them: a
+                # sliding window's values are read as they were, a writeable view's as it goes)
+                number.flags.writeable = False
+            numbers.append(number)
         else:
             size = int(np.size(r))
             fresh = np.arange(next_number, next_number + size, dtype=cell_type)
