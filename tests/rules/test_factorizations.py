@@ -402,8 +402,8 @@ def _vectors_losses():
     def svd_u(d):
         return np.sum(np.linalg.svd(np.diag(d))[0] * np.arange(9.0).reshape(3, 3))
 
-    def eig_v(d):
-        return np.sum(np.linalg.eig(np.diag(d))[1] * np.arange(9.0).reshape(3, 3))
+    def eig_v(d):  # (np.real: numpy 2.5's eig gives complex vectors for every matrix)
+        return np.sum(np.real(np.linalg.eig(np.diag(d))[1]) * np.arange(9.0).reshape(3, 3))
 
     def eigh_v(d):
         return np.sum(np.linalg.eigh(np.diag(d))[1] * np.arange(9.0).reshape(3, 3))
