@@ -258,6 +258,14 @@ def test_flags_changed_while_f_runs_are_refused(hashed):
         mutagrad.grad(g)(b)
     assert b.flags.writeable and b.base.flags.writeable
 
+    def through_the_owner(x):  # the array b views, made writeable: a view of it could write b
+        b.base.setflags(write=True)
+        return np.sum(x)
+
+    with pytest.raises(NotDifferentiableError, match="made writeable again"):
+        mutagrad.grad(through_the_owner)(b)
+    assert hashed == []
+
 
 # -- the caller's arrays are theirs again, however the call ends --------------------------
 

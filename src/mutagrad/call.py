@@ -448,18 +448,14 @@ class GradientCall:
         change. Either way the result would not be numpy's.
         """
         for x, before, _ in self.watched:
-            if before is None:  # proved unviewed (mutagrad.freezing): read-only all along?
-                if x.flags.writeable:
-                    raise NotDifferentiableError(made_writeable_message("an argument"))
-            elif fingerprint(x) != before:
-                raise NotDifferentiableError(
-                    "an argument of the gradient call changed while f ran, through an array "
-                    "that shares its memory and was made before the call (a view such as "
-                    "v = a[:], a memoryview or np.frombuffer), so mutagrad could not see the "
-                    "write; the gradient would be wrong.\n"
-                    "Fix: pass a copy (gradient(f, a.copy())), or write through the argument "
-                    "f receives instead of through the outside view."
-                )
+            check_unchanged(x, before, "an argument", (
+                "an argument of the gradient call changed while f ran, through an array "
+                "that shares its memory and was made before the call (a view such as "
+                "v = a[:], a memoryview or np.frombuffer), so mutagrad could not see the "
+                "write; the gradient would be wrong.\n"
+                "Fix: pass a copy (gradient(f, a.copy())), or write through the argument "
+                "f receives instead of through the outside view."
+            ))
 
     def stop_nodes(self) -> AbstractSet[Node]:
         """The nodes a sweep stops at besides leaves: the call's inputs and parameters.
@@ -560,6 +556,19 @@ _ONLY_LEAVES: frozenset[Node] = frozenset()
 def _borrowable(x: np.ndarray) -> bool:
     """An array whose memory can be shared for the call (and made read-only meanwhile)."""
     return x.flags.writeable and can_freeze(x)
+
+
+def check_unchanged(x: np.ndarray, before: bytes | int | None, what: str, changed: str) -> None:
+    """Raise if the caller's array ``x`` changed while ``f`` ran: its fingerprint is no longer
+    ``before`` (the message ``changed``), or, proved to have no view (``before`` None, see
+    mutagrad.freezing), it was made writeable again (``what`` names it)."""
+    if before is None:
+        # (x and the array it views, both frozen: a lent tangent is a view t[None] of the
+        # caller's, an argument may view an array only it refers to)
+        if x.flags.writeable or (x.base is not None and x.base.flags.writeable):
+            raise NotDifferentiableError(made_writeable_message(what))
+    elif fingerprint(x) != before:
+        raise NotDifferentiableError(changed)
 
 
 def fingerprint(a: np.ndarray) -> bytes | int:

@@ -32,6 +32,7 @@ from mutagrad.buffer import check_not_open_buffer
 from mutagrad.call import (
     GradientCall,
     call_with_gradient,
+    check_unchanged,
     fingerprint,
     nested_output,
     passes_through,
@@ -48,7 +49,6 @@ from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
-from mutagrad.diagnostics.messages import made_writeable_message
 from mutagrad.diagnostics.sites import format_site, user_site
 from mutagrad.diagnostics.tracebacks import api_boundary
 from mutagrad.errors import MissingForwardRuleError, MutagradError, NotDifferentiableError
@@ -135,17 +135,13 @@ class ForwardCall(GradientCall):
         """:meth:`GradientCall.check_arguments_unchanged`, and the tangents lent by :meth:`seed`."""
         super().check_arguments_unchanged()
         for t, before in self.lent:
-            if before is None:
-                if t.base is not None and t.base.flags.writeable:
-                    raise NotDifferentiableError(made_writeable_message("a tangent"))
-            elif fingerprint(t) != before:
-                raise NotDifferentiableError(
-                    "a tangent passed to the call changed while f ran, through an array that "
-                    "shares its memory and was made before the call (a view, a memoryview or "
-                    "np.frombuffer), so mutagrad could not see the write; the derivative "
-                    "would be wrong.\n"
-                    "Fix: pass a copy of the tangent (t.copy()), or do not write it while f runs."
-                )
+            check_unchanged(t, before, "a tangent", (
+                "a tangent passed to the call changed while f ran, through an array that "
+                "shares its memory and was made before the call (a view, a memoryview or "
+                "np.frombuffer), so mutagrad could not see the write; the derivative "
+                "would be wrong.\n"
+                "Fix: pass a copy of the tangent (t.copy()), or do not write it while f runs."
+            ))
 
     def frozen_arguments(self) -> list[tuple[int, np.ndarray]]:
         """:meth:`GradientCall.frozen_arguments`, and the lent tangents (by shape)."""
