@@ -269,22 +269,9 @@ def _freeze_pending(found: list[tuple[Any, int]]) -> Pending:
     pending = Pending()
     for container, index in found:
         pending.views[id(container[index])] = container[index].view()
-    lock()
-    try:
-        frozen = pending.frozen.arrays
-        for container, index in found:
-            if container[index].flags.writeable:  # (another thread may have frozen it)
-                frozen.append(container[index])
-                container[index].setflags(write=False)
-                owner = container[index].base
-                if owner is not None and owner.flags.writeable:
-                    frozen.append(owner)
-                    owner.setflags(write=False)
-                owner = None
-        if frozen:
-            _ACTIVE[id(pending.frozen)] = pending.frozen
-    finally:
-        unlock()
+    # (a candidate another thread froze meanwhile stays out of the Frozen's list: the proof
+    # skips it; the list made here is gone before anything is counted)
+    pending.frozen.freeze([container[index] for container, index in found])
     return pending
 
 

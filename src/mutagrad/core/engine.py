@@ -1084,11 +1084,18 @@ def check_complex(
             tape.complex_values = True
         return
     if dtype.kind == "c" or any(n is not None and n.dtype.kind == "c" for n in inputs):
-        # (a user's rule and SciPy's are named as they are; numpy's get np.)
-        trusted = getattr(rule, "trusted", True)
-        numpy_rule = trusted and not rule.name.startswith("scipy.")
-        name = f"np.{rule.name}" if numpy_rule else rule.name
-        raise NotDifferentiableError(complex_message(operation or name, site, not trusted))
+        raise complex_refusal(rule, site, operation)
+
+
+def complex_refusal(
+    rule: Any, site: Site | None, operation: str | None = None
+) -> NotDifferentiableError:
+    """The refusal of complex values at a rule not written for them (reverse or forward mode),
+    naming ``operation``, or the rule: a user's rule and SciPy's as they are, numpy's with np."""
+    trusted = getattr(rule, "trusted", True)
+    numpy_rule = trusted and not rule.name.startswith("scipy.")
+    name = f"np.{rule.name}" if numpy_rule else rule.name
+    return NotDifferentiableError(complex_message(operation or name, site, not trusted))
 
 
 # A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's

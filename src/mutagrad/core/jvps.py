@@ -417,7 +417,7 @@ def through_gradient(vjp: Callable[..., Any], axes_of: Callable[..., Any]) -> Ca
         kw = kwargs or {}
         axes, keepdims = axes_of(np.ndim(args[0]), kw)
         if involves_complex(ans, tangents):  # (each group's Wirtinger parts)
-            parts = wirtinger_parts(lambda g: vjp(g, ans, *args, **kw), ans)
+            parts = wirtinger_parts(_bound(vjp, ans, args, kw), ans)
             if parts is None:
                 return None
             summands = applied_parts(parts, t)

@@ -366,6 +366,8 @@ SINGULAR_VALUES = VjpRule(
     handles_complex=True,
     jvp=TRANSPOSED,
 )
+
+
 def _svd_jvp(tangents, ans, args, kwargs):
     """The packed SVD's tangent: the transposed vjp's, except for a non-square matrix with
     ``full_matrices=True``, whose reduced factors' tangent it is (the transposed vjp of the

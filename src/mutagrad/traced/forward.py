@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, Trace
+from mutagrad.core.engine import STATE, Trace, complex_refusal
 from mutagrad.core.jvps import TRANSPOSED, involves_complex, is_complex_exact
 from mutagrad.core.tangents import cotangent_dtype
-from mutagrad.diagnostics.messages import complex_message, missing_forward_rule_message
+from mutagrad.diagnostics.messages import missing_forward_rule_message
 from mutagrad.diagnostics.sites import user_site
-from mutagrad.errors import MissingForwardRuleError, NotDifferentiableError
+from mutagrad.errors import MissingForwardRuleError
 from mutagrad.traced.tangents import (
     indexed_tangent,
     set_tangent,
@@ -108,23 +108,13 @@ def complex_jvp(rule: Any) -> Any:
     ``cholesky``'s, ``eigh``'s) its vjps transposed, exact as they are. A rule whose vjps are
     not right for complex values is refused by name, as reverse mode refuses it."""
     if not rule.handles_complex:
-        raise NotDifferentiableError(
-            complex_message(_operation(rule), user_site(), not getattr(rule, "trusted", True))
-        )
+        raise complex_refusal(rule, user_site())
     if is_complex_exact(rule.jvp):
         return rule.jvp
     jvp = _TRANSPOSED_FOR_COMPLEX.get(rule)
     if jvp is None:
         jvp = _TRANSPOSED_FOR_COMPLEX[rule] = TRANSPOSED.bind(rule.applied, rule.vjps)
     return jvp
-
-
-def _operation(rule: Any) -> str:
-    """A rule's name as an error names it (numpy's with ``np.``; SciPy's and a user's as they
-    are)."""
-    if getattr(rule, "trusted", True) and not rule.name.startswith("scipy."):
-        return f"np.{rule.name}"
-    return str(rule.name)
 
 
 def _finished(t: Any, width: int, ans: Any, tangents: list[Any], jvp: Any) -> Any:

@@ -147,10 +147,12 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
     return base
 
 
-def _rebased(view: ndarray, old_low: int, buffer: ndarray) -> ndarray:
-    """``view`` of memory that started at ``old_low``, moved to the same place in ``buffer``."""
+def _rebased(view: ndarray, old_low: int, buffer: ndarray, dtype: Any = None) -> ndarray:
+    """``view`` of memory that started at ``old_low``, moved to the same place in ``buffer``
+    (as ``dtype``, of the same item size; default ``view``'s), read-only where it is."""
     offset = view.__array_interface__["data"][0] - old_low
-    moved = ndarray(view.shape, view.dtype, buffer, offset, view.strides)
+    moved = ndarray(view.shape, view.dtype if dtype is None else dtype, buffer, offset,
+                    view.strides)  # fmt: skip
     if not view.flags.writeable:
         moved.flags.writeable = False
     return moved
@@ -283,24 +285,19 @@ def copy_several_as_numpy_does(
         )
     cells = np.arange((high - low) // itemsize, dtype=cell_type)
 
-    def numbered(a: ndarray) -> ndarray:
-        return ndarray(a.shape, cell_type, cells, _first_address(a) - low, a.strides)
-
+    # Each array as its cells' numbers, read-only where it is: numpy copies read-only values
+    # before it writes (np.place among them), so a sliding window's values are read as they
+    # were, a writeable view's as the call goes.
     numbers, next_number = [], cells.size
     for r, s in zip(raws, shared):
         if s:
-            number = numbered(r)
-            if not r.flags.writeable:
-                # (numpy copies read-only values before it writes, np.place among them: a
-                # sliding window's values are read as they were, a writeable view's as it goes)
-                number.flags.writeable = False
-            numbers.append(number)
+            numbers.append(_rebased(r, low, cells, cell_type))
         else:
             size = int(np.size(r))
             fresh = np.arange(next_number, next_number + size, dtype=cell_type)
             numbers.append(fresh.reshape(np.shape(r)))
             next_number += size
-    target = numbered(data)
+    target = _rebased(data, low, cells, cell_type)
     before = target.ravel().copy()
     value_cells = [n.ravel().copy() for n in numbers]
     perform(target, numbers)
