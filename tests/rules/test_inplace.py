@@ -396,3 +396,16 @@ def test_place_reads_overlapping_values_as_numpy_does_for_their_flags(values, mo
         along = np.dot(grad[0], direction)
     assert value == f(a.copy())  # numpy's value, exactly
     assert along == pytest.approx(fd, rel=1e-6)
+
+
+def test_an_overlapping_write_into_a_shared_argument_is_refused_by_name():
+    # (the numbered stand-in of the written array stays writeable: whether the write may
+    # happen is assign's to decide, and it refuses a write to an argument passed twice)
+    def f(x, y):
+        y.flat[1:] = y[::-1]
+        return np.sum(np.tanh(x)) + np.sum(np.tanh(y))
+
+    a = np.array([0.37, -1.829245, 1.17051, -1.629735])
+    for mode in ("strict", "poison", "snapshot"):
+        with pytest.raises(mutagrad.NotDifferentiableError, match="shares memory"):
+            mutagrad.withgradient(f, a, a, mode=mode)

@@ -297,7 +297,9 @@ def copy_several_as_numpy_does(
             fresh = np.arange(next_number, next_number + size, dtype=cell_type)
             numbers.append(fresh.reshape(np.shape(r)))
             next_number += size
-    target = _rebased(data, low, cells, cell_type)
+    # (the target writeable whatever the data's flag: whether the write may happen is
+    # decided after, by assign, which refuses it by name)
+    target = ndarray(data.shape, cell_type, cells, _first_address(data) - low, data.strides)
     before = target.ravel().copy()
     value_cells = [n.ravel().copy() for n in numbers]
     perform(target, numbers)
