@@ -1,7 +1,8 @@
 # Quickstart: `make report` (the comparison report) and `make test` (lint + test suite).
 # Each target creates .venv when it is missing and installs what it needs.
 # CI (.ci/run) also runs `make test-oldest` and `make test-newest`: the suite on the oldest
-# supported Python with the oldest supported numpy, and on the newest with the newest.
+# supported Python with the oldest supported numpy, in plain Python (MUTAGRAD_PURE=1: the
+# fallback where nothing is compiled), and on the newest with the newest, compiled.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -18,12 +19,12 @@ NEWEST_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/pytho
 OLDEST_PINS := "numpy==2.2.*" "attrs==23.1.*" "xxhash==3.4.*"
 VENVS := .venvs
 
-.PHONY: test test-oldest test-newest report lint bench clean
+.PHONY: test test-oldest test-newest report lint compiled bench clean
 
-$(VENV)/.installed-test: pyproject.toml
+$(VENV)/.installed-test: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,compile]'
 	touch $@
 
 $(VENV)/.installed-report: pyproject.toml
@@ -36,7 +37,13 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-test: lint
+# The modules mutagrad._compiled lists, compiled again where their source changed (the suite
+# tests the compiled package; a copy older than its source is never loaded anyway).
+compiled: $(VENV)/.installed-test
+	$(PY) setup.py --quiet build_ext --inplace --parallel 2
+
+test: lint compiled
+	$(PY) -c "import mutagrad._compiled as c; n = sum(c.loaded().values()); print(n, 'of', len(c.MODULES), 'modules compiled')"
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest $(PYTEST_ARGS)
 
 # Python 3.11, numpy 2.2, attrs 23.1, xxhash 3.4: the checkout installed editable, so the suite tests it.
@@ -45,12 +52,12 @@ $(VENVS)/oldest/.installed: pyproject.toml
 	rm -rf $(VENVS)/oldest
 	$(OLDEST_PYTHON) -m venv $(VENVS)/oldest
 	$(VENVS)/oldest/bin/python -m pip install --quiet --upgrade pip
-	$(VENVS)/oldest/bin/python -m pip install --quiet $(OLDEST_PINS) -e '.[test]'
+	MUTAGRAD_PURE=1 $(VENVS)/oldest/bin/python -m pip install --quiet $(OLDEST_PINS) -e '.[test]'
 	touch $@
 
 test-oldest: $(VENVS)/oldest/.installed
 	$(VENVS)/oldest/bin/python -c "import sys, numpy; print('Python', sys.version.split()[0], 'numpy', numpy.__version__)"
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENVS)/oldest/bin/python -m pytest $(PYTEST_ARGS)
+	MUTAGRAD_PURE=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENVS)/oldest/bin/python -m pytest $(PYTEST_ARGS)
 
 # Python 3.13 and the newest numpy, with mutagrad installed from the wheel built now (as a
 # user installs it), so the suite tests the package, not the checkout.
@@ -76,4 +83,4 @@ bench: $(VENV)/.installed-test
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(VENVS) build src/*.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache mutagrad-report
+	rm -rf $(VENV) $(VENVS) build src/*.egg-info src/mutagrad/*.c src/mutagrad/*/*.c src/mutagrad/*.so src/mutagrad/*/*.so .pytest_cache .hypothesis .ruff_cache .mypy_cache mutagrad-report

@@ -26,6 +26,8 @@ from types import CodeType, FrameType, TracebackType
 
 import numpy
 
+from mutagrad._compiled import SOURCE_NAMES
+
 Site = tuple[CodeType, int]  # (code, bytecode offset)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,6 +67,15 @@ _INTERNAL_PREFIXES = (
     *_library_dirs("scipy"),
     "<__array_function__",
 )
+# The traceback entries of a compiled module (mutagrad._compiled) name its source by a
+# relative path, as the build saw it: src/mutagrad/call.py.
+_COMPILED_SOURCES = tuple(SOURCE_NAMES)
+
+
+def compiled_source(filename: str) -> bool:
+    """Whether ``filename`` is what a compiled module's traceback entries name (machinery)."""
+    return filename.endswith(_COMPILED_SOURCES) and not os.path.isabs(filename)
+
 # Code already classified, by id: the code itself (held, so that its id is not
 # reused) and None for machinery (skipped by the walk), or for the user's code its
 # table of bytecode offset -> site. A loop records the same few sites thousands of
@@ -74,9 +85,14 @@ _INTERNAL_PREFIXES = (
 _classified: dict[int, tuple[CodeType, dict[int, Site] | None]] = {}
 
 
-def user_site(depth: int = 2) -> Site | None:
-    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
-    return user_site_from(sys._getframe(depth))
+def user_site() -> Site | None:
+    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy.
+
+    The walk starts at the innermost Python frame: this function's own, or where
+    this module runs compiled (no frames of its own, :mod:`mutagrad._compiled`) its
+    nearest caller with one; a fixed depth would skip the user's frame there.
+    """
+    return user_site_from(sys._getframe(0))
 
 
 def user_site_from(frame: FrameType | None) -> Site | None:
@@ -118,9 +134,9 @@ def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
 
 def _classify(code: CodeType) -> dict[int, Site] | None:
     """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
-    sites: dict[int, Site] | None = (
-        None if code.co_filename.startswith(_INTERNAL_PREFIXES) else {}
-    )
+    filename = code.co_filename
+    machinery = filename.startswith(_INTERNAL_PREFIXES) or compiled_source(filename)
+    sites: dict[int, Site] | None = None if machinery else {}
     _classified[id(code)] = (code, sites)
     return sites
 
@@ -147,7 +163,7 @@ def innermost_user_site(traceback: TracebackType | None) -> Site | None:
     found = None
     while traceback is not None:
         code = traceback.tb_frame.f_code
-        if not code.co_filename.startswith(_INTERNAL_PREFIXES):
+        if _user_sites_of(code) is not None:
             found = (code, traceback.tb_lasti)
         traceback = traceback.tb_next
     return found
@@ -160,7 +176,8 @@ def raised_by_mutagrad(error: BaseException) -> bool:
         return False
     while traceback.tb_next is not None:
         traceback = traceback.tb_next
-    return traceback.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
+    filename = traceback.tb_frame.f_code.co_filename
+    return filename.startswith(_PACKAGE_DIR + os.sep) or compiled_source(filename)
 
 
 def describe_site(site: Site | None) -> str:

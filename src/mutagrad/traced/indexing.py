@@ -133,8 +133,8 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         if trace.forward and has_tangent(w, trace.forward):
             return forward_element(w, key, wrap(result), trace)
         return wrap(result)
-    # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually.
-    site = user_site_from(_getframe(1))
+    # (From the innermost Python frame, as in dispatch.binary.)
+    site = user_site_from(_getframe(0))
     node = Node(GETITEM, (n,), tape, n.tag, result, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)  # push, spelled out on this hot path
