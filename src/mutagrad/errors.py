@@ -78,7 +78,8 @@ def last_conversion_error() -> TracerConversionError | None:
 
 def forget_conversion_errors() -> None:
     """Forget the last TracerConversionError (a gradient call ended)."""
-    _LAST_CONVERSION.set(None)
+    if _LAST_CONVERSION.get() is not None:  # (a get costs less than a set, which most calls skip)
+        _LAST_CONVERSION.set(None)
 
 
 class MissingRuleError(MutagradError, NotImplementedError):

@@ -115,7 +115,7 @@ class Frozen:
             a: Any = x
             while True:
                 if a.flags.writeable:
-                    a.setflags(write=False)  # (cheaper than a.flags.writeable = False)
+                    a.setflags(False)  # (write=False; positional costs half the keyword, a tenth of .flags)
                     frozen.append(a)
                 a = a.base
                 if a is None or not isinstance(a, np.ndarray):
@@ -137,7 +137,7 @@ class Frozen:
             return
         for a in reversed(self.arrays):  # views before the arrays they view
             try:
-                a.setflags(write=True)
+                a.setflags(True)  # (write=True)
             except ValueError:  # a base another call still freezes
                 _WAITING.append(a)
         self.arrays = []
@@ -151,7 +151,7 @@ def _thaw_waiting() -> None:
     still = []
     for a in _WAITING:
         try:
-            a.setflags(write=True)
+            a.setflags(True)  # (write=True)
         except ValueError:
             still.append(a)
     _WAITING[:] = still

@@ -115,20 +115,22 @@ class Tape:
 
     def release(self) -> None:
         """Detach this tape from long-lived arrays: their nodes and captures."""
-        for ref in self.touched.values():
-            base = ref()
-            if base is None:
-                continue
-            if base._node is not None and base._node.tape is self:
-                base._node = None
-            if base._captures:
-                base._captures = [c for c in base._captures if c.tape is not self]
-        for ref in self.capture_bases.values():
-            base = ref()
-            if base is not None and base._captures:
-                base._captures = [c for c in base._captures if c.tape is not self]
-        self.touched = {}
-        self.capture_bases = {}
+        if self.touched:  # (an empty table stays: a vectorised call often touches nothing)
+            for ref in self.touched.values():
+                base = ref()
+                if base is None:
+                    continue
+                if base._node is not None and base._node.tape is self:
+                    base._node = None
+                if base._captures:
+                    base._captures = [c for c in base._captures if c.tape is not self]
+            self.touched = {}
+        if self.capture_bases:
+            for ref in self.capture_bases.values():
+                base = ref()
+                if base is not None and base._captures:
+                    base._captures = [c for c in base._captures if c.tape is not self]
+            self.capture_bases = {}
         # A released tape is never swept again. Its captures and nodes form
         # reference cycles (an array lists its captures and each capture points
         # back at the array; a node saves captures that point back at the node):

@@ -80,7 +80,8 @@ def input_node(tape: Tape, bit: int, outer: Node | None, value: Any) -> Node:
         node = Node(LEAF, (), tape, bit, value, None)
     else:
         node = Node(IDENTITY, (outer,), tape, bit | outer.tag, value, None)
-    return push(node, ())
+    tape.nodes.append(node)  # (push with nothing saved: a new Node saves nothing)
+    return node
 
 
 def record(
