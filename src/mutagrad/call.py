@@ -154,6 +154,7 @@ class GradientCall:
         "inputs",
         "leaves",
         "locked",
+        "owners",
         "owns_tape",
         "param_nodes",
         "params",
@@ -207,8 +208,14 @@ class GradientCall:
         # thread cannot freeze an array between this one's check and its borrow.
         self.to_freeze: list[np.ndarray] = []
         self.locked = False
+        # How many array arguments took the common case of _wrap_callers_array: writeable
+        # arrays that own their memory, frozen there, so none of them is another (passed
+        # twice, the second is read-only by then) and none can share another's memory.
+        self.owners = 0
         try:
-            wrapped = [self._wrap(x) for x in leaves]
+            wrapped = []
+            for x in leaves:  # (a loop: a comprehension is a function made and called)
+                wrapped.append(self._wrap(x))
             if self.locked:
                 self.frozen.freeze_held(self.to_freeze)  # (and registers what _wrap froze)
         except BaseException:
@@ -218,8 +225,8 @@ class GradientCall:
             if self.locked:
                 unlock()
         self.args = tuple(wrapped) if self.rebuild is FLAT_TUPLE else self.rebuild(wrapped)
-        if len(self.watched) > 1:
-            _mark_shared_inputs(self.watched)
+        if len(self.watched) > self.owners and len(self.watched) > 1:
+            _mark_shared_inputs(self.watched)  # (it would find nothing to mark among owners)
         self.params = params
         self.param_nodes: list[Node] = []
         self._rebound: list[tuple[WrappedArray, Node | None, Node]] = []
@@ -312,9 +319,10 @@ class GradientCall:
         if self.borrow and x.base is None and flags.writeable and (
             flags.c_contiguous or flags.f_contiguous
         ):  # the common case, the caller's own array: borrowed and frozen here
-            w = self._borrow(x)
-            x.setflags(False)  # (write=False; the view stays writeable: made before)
+            w = self._borrow(x)  # (its view stays writeable: made before)
+            x.setflags(False)  # type: ignore[call-arg]  # (write=False, see Frozen.freeze_held)
             self.frozen.arrays.append(x)
+            self.owners += 1
         elif self.borrow and _borrowable(x):
             w = self._borrow(x)
             self.to_freeze.append(x)
@@ -489,7 +497,8 @@ class GradientCall:
                 f"{what} needs f to return a scalar, but it returned {type(out).__name__}.\n"
                 "Fix: return one number; for array outputs use mutagrad.jacobian."
             )
-        if out.size != 1:
+        dtype = out._raw.dtype  # (out.dtype and out.size without the properties' calls)
+        if out._raw.size != 1:
             # One element of any shape is the scalar (np.sum(x, keepdims=True)), as
             # autograd and PyTorch take it; its seed has its shape (see _seed).
             raise MutagradError(
@@ -498,12 +507,12 @@ class GradientCall:
                 "Fix: reduce it (np.sum(y)), or use mutagrad.jacobian for array outputs."
             )
         node = node_of(out, self.tape)
-        if out.dtype.kind == "c" and not holomorphic and (node is not None or self.inputs_active()):
+        if dtype.kind == "c" and not holomorphic and (node is not None or self.inputs_active()):
             raise NotDifferentiableError(complex_output_message(what))
-        if node is None and out.dtype.kind in "biu" and self.inputs_active():
+        if node is None and dtype.kind in "biu" and self.inputs_active():
             raise NotDifferentiableError(
                 f"{what} needs f to return a floating-point number, but it returned "
-                f"{with_article(str(out.dtype))} value, which has no derivative (a comparison, "
+                f"{with_article(str(dtype))} value, which has no derivative (a comparison, "
                 "a count, an index).\n"
                 "Fix: return the quantity itself, e.g. np.sum(x) rather than np.sum(x) > 0."
             )

@@ -115,7 +115,9 @@ class Frozen:
             a: Any = x
             while True:
                 if a.flags.writeable:
-                    a.setflags(False)  # (write=False; positional costs half the keyword, a tenth of .flags)
+                    # (write=False, passed by position as numpy's C method takes it (write, align,
+                    # uic): half the cost of the keyword, which numpy's stubs alone require)
+                    a.setflags(False)
                     frozen.append(a)
                 a = a.base
                 if a is None or not isinstance(a, np.ndarray):
@@ -137,7 +139,7 @@ class Frozen:
             return
         for a in reversed(self.arrays):  # views before the arrays they view
             try:
-                a.setflags(True)  # (write=True)
+                a.setflags(True)  # (write=True, see freeze_held)
             except ValueError:  # a base another call still freezes
                 _WAITING.append(a)
         self.arrays = []
@@ -151,7 +153,7 @@ def _thaw_waiting() -> None:
     still = []
     for a in _WAITING:
         try:
-            a.setflags(True)  # (write=True)
+            a.setflags(True)  # type: ignore[call-arg]  # (write=True, see freeze_held)
         except ValueError:
             still.append(a)
     _WAITING[:] = still

@@ -13,7 +13,9 @@ switched off here, alone and all together, and the same programs are run:
 * :meth:`BackwardPass.accumulate` against ``accumulate_general``;
 * outside a gradient call, ``__setitem__``'s int-index shortcut,
   ``_assign_untraced`` and ``_write_in_place_untraced`` against the full
-  write path (values, versions, and what a later ``pullback`` reads).
+  write path (values, versions, and what a later ``pullback`` reads);
+* in a gradient call's set-up, skipping ``_mark_shared_inputs`` for arguments
+  that all took the common case, against running it on the same arguments.
 
 Gradients must be equal to the last bit (the same arithmetic in the same
 order), errors of the same type, and each program's gradient is checked
@@ -306,3 +308,46 @@ def test_writes_outside_a_call_equal_the_full_write_path(monkeypatch):
     assert fast[2] == general[2]
     # and the shortcut was taken: the full path leaves the same versions
     assert fast[1][0] > 0
+
+
+# --- the gradient call's set-up ---------------------------------------------------------------
+
+
+def _argument_sets():
+    a, b = np.arange(6.0), np.ones(6)
+    c = np.full((3, 4), 2.0)
+    return {
+        "distinct owners": (a, b, c),
+        "one array twice": (a, b, a),
+        "overlapping views": (a[:4], a[2:]),
+        "disjoint views": (a[:3], a[3:]),
+        "an owner and its view": (a, a[::2]),
+        "a view of a reshaped owner": (np.arange(12.0).reshape(3, 4), a),
+        "a read-only owner": (a, np.frombuffer(b.tobytes())),
+        "a memoryview's array": (np.frombuffer(memoryview(a)), a),
+        "numbers among arrays": (a, 2.0, b),
+    }
+
+
+@pytest.mark.parametrize("name", list(_argument_sets()))
+def test_shared_inputs_the_set_up_marks_equal_the_general_marking(name):
+    """GradientCall skips _mark_shared_inputs when every array argument took the common case
+    (a writeable array owning its memory, frozen on the spot): its marks are those the general
+    marking makes of the same arguments."""
+    from mutagrad.call import GradientCall, _mark_shared_inputs
+    from mutagrad.traced.value import SHARED_INPUT
+
+    args = _argument_sets()[name]
+    call = GradientCall(args, None)
+    try:
+        fast = [bool(w._flags & SHARED_INPUT) for _, _, w in call.watched]
+        for _, _, w in call.watched:
+            w._flags &= ~SHARED_INPUT
+        _mark_shared_inputs(call.watched)
+        general = [bool(w._flags & SHARED_INPUT) for _, _, w in call.watched]
+        skipped = call.owners == len(call.watched)
+    finally:
+        call.finish()
+    assert fast == general
+    assert skipped == (name in ("distinct owners", "numbers among arrays"))
+    assert all(x.flags.writeable for x in args if isinstance(x, np.ndarray) and x.base is None)

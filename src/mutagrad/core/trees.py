@@ -25,6 +25,7 @@ import numpy as np
 from mutagrad.core.engine import TRACED
 
 _LEAF_TYPES = (np.ndarray, np.generic, float, int, str, bytes, type(None))
+_NDARRAY = np.ndarray
 
 # part(leaves, gradient) -> the rebuilt part; ``leaves`` is an iterator.
 Part = Callable[[Any, bool], Any]
@@ -52,9 +53,9 @@ FLAT_TUPLE = Rebuild(_flat_tuple)
 
 def flatten(tree: Any) -> tuple[list[Any], Rebuild]:
     if type(tree) is tuple:
-        kinds = (*_LEAF_TYPES, TRACED.kind)
         for x in tree:
-            if not isinstance(x, kinds):
+            # (an ndarray, the commonest leaf, without building the tuple of kinds)
+            if type(x) is not _NDARRAY and not isinstance(x, (*_LEAF_TYPES, TRACED.kind)):
                 break
         else:  # the common case: a flat tuple of arrays and numbers (a loop, not all():
             return list(tree), FLAT_TUPLE  # every gradient call comes here)
