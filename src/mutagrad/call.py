@@ -322,7 +322,8 @@ class GradientCall:
             w = self._borrow(x)  # (its view stays writeable: made before)
             x.setflags(False)  # type: ignore[call-arg]  # (write=False, see Frozen.freeze_held)
             self.frozen.arrays.append(x)
-            self.owners += 1
+            if flags.owndata:  # (no base, yet not owning: memory a C extension lent it)
+                self.owners += 1
         elif self.borrow and _borrowable(x):
             w = self._borrow(x)
             self.to_freeze.append(x)
