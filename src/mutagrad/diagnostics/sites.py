@@ -67,6 +67,9 @@ _INTERNAL_PREFIXES = (
     *_library_dirs("scipy"),
     "<__array_function__",
 )
+# Whether this module runs interpreted, its functions with frames of their own (the
+# modules mutagrad._compiled lists are compiled or not together: one build).
+INTERPRETED = __file__.endswith(".py")
 # The traceback entries of a compiled module (mutagrad._compiled) name its source by a
 # relative path, as the build saw it: src/mutagrad/call.py.
 _COMPILED_SOURCES = tuple(SOURCE_NAMES)
@@ -85,14 +88,15 @@ def compiled_source(filename: str) -> bool:
 _classified: dict[int, tuple[CodeType, dict[int, Site] | None]] = {}
 
 
-def user_site() -> Site | None:
+def user_site(depth: int = 2) -> Site | None:
     """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy.
 
-    The walk starts at the innermost Python frame: this function's own, or where
-    this module runs compiled (no frames of its own, :mod:`mutagrad._compiled`) its
-    nearest caller with one; a fixed depth would skip the user's frame there.
+    The walk starts ``depth`` frames out (the caller knows how many of its own lie
+    between), where this module runs interpreted. Compiled (:mod:`mutagrad._compiled`)
+    mutagrad's functions have no frames: it starts at the innermost Python frame,
+    as a fixed depth would skip the user's frame there.
     """
-    return user_site_from(sys._getframe(0))
+    return user_site_from(sys._getframe(depth if INTERPRETED else 0))
 
 
 def user_site_from(frame: FrameType | None) -> Site | None:

@@ -82,6 +82,9 @@ from mutagrad.traced.value import (
     wrap_constant,
 )
 
+# Whether this module runs interpreted, its functions with frames of their own (not where
+# it runs compiled: mutagrad._compiled).
+INTERPRETED = __file__.endswith(".py")
 
 def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
@@ -135,11 +138,11 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     assert trace is not None
     if na is None and nb is None:  # forward levels only: nothing to record
         return forward_result(rule, (a, b), (ra, rb), wrap(result), None, trace)
-    # The walk starts at the innermost Python frame: this function's own, or where this
-    # module runs compiled (mutagrad._compiled, no frames of its own), the user's.
+    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually. Compiled
+    # (mutagrad._compiled), neither has a frame: the innermost Python frame is the user's.
     # (An operand has a node on the trace's tape: trace is not None.)
     node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
-                             user_site_from(_getframe(0)))  # fmt: skip
+                             user_site_from(_getframe(2 if INTERPRETED else 0)))  # fmt: skip
     out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
@@ -173,7 +176,7 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     assert trace is not None
     if na is None:  # forward levels only: nothing to record
         return forward_result(rule, (a,), (ra,), wrap(result), None, trace)
-    site = user_site_from(_getframe(0))  # as in binary
+    site = user_site_from(_getframe(2 if INTERPRETED else 0))  # as in binary
     # (a has a node on the trace's tape: trace is not None)
     node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
     out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)

@@ -103,7 +103,7 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
         # A thread that runs with the call's context (contextvars.copy_context().run):
         # its reads are recorded, but two threads writing views of one array at once
         # would each read the base's node before the other replaced it.
-        refuse_other_thread_write(trace, operation, user_site())
+        refuse_other_thread_write(trace, operation, user_site(3))
     if w._flags & (READONLY | DETACHED):
         if w._flags & READONLY:
             raise MutagradError(
@@ -137,7 +137,7 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
         )
     if trace is not None:
         buffer = bool(flags & BUFFER) and not thawed
-        trace.mode.check_write(operation, lambda: (describe_array(w), user_site()), buffer)
+        trace.mode.check_write(operation, lambda: (describe_array(w), user_site(3)), buffer)
     if not w._raw.flags.writeable and not flags & BORROWED:
         raise ValueError("assignment destination is read-only")
     if flags & BORROWED:
@@ -696,7 +696,7 @@ def _parts_node(
         return None
     lends = np.empty(np.shape(selected._raw), elements.dtype)  # (its shape and dtype)
     node, _ = record(COMPLEX_FROM_PARTS, parts, [r for r, _ in resolved], nodes, lends,
-                     None, trace, user_site())  # fmt: skip
+                     None, trace, user_site(3))  # fmt: skip
     return node
 
 

@@ -966,7 +966,7 @@ def node_of(w: WrappedValue, tape: engine.Tape | None) -> Node | None:
     if data.itemsize != base._raw.itemsize:
         n = _part_node(data, base, bn, tape)
     else:
-        n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site()),
+        n = push(Node(VIEW_READ, (bn,), tape, bn.tag, data, user_site(2)),
                  (data, base._raw, base._version, base))  # fmt: skip
     w._node = n
     w._version = base._version
@@ -977,7 +977,7 @@ def _part_node(data: ndarray, base: WrappedArray, bn: Node, tape: engine.Tape) -
     """The node of ``z.real`` or ``z.imag`` (a view of one part of complex elements): the
     view of the whole elements, then the part of them (mutagrad.core.regions)."""
     elements = complex_elements(data, base._raw)
-    site = user_site()
+    site = user_site(3)
     if elements is None:  # x.view(other dtype): refused by the view's Region
         return push(Node(VIEW_READ, (bn,), tape, bn.tag, data, site),
                     (data, base._raw, base._version, base))  # fmt: skip
@@ -1044,11 +1044,11 @@ def check_thread(w: WrappedValue, operation: str) -> None:
     if n is not None and not w._flags & DETACHED:
         trace = STATE.get()
         if isinstance(trace, engine.ForwardTrace) and trace.sealed is n.tape:
-            raise NotDifferentiableError(forwarddiff_closure_message(user_site()))
-        refuse_other_thread(n.tape, operation, user_site())
+            raise NotDifferentiableError(forwarddiff_closure_message(user_site(3)))
+        refuse_other_thread(n.tape, operation, user_site(3))
     holder = base if base is not None else w
     if holder._tangents and not w._flags & DETACHED:  # (a forward level's value)
-        refuse_other_thread_tangent(tuple(holder._tangents), operation, user_site())
+        refuse_other_thread_tangent(tuple(holder._tangents), operation, user_site(3))
 
 
 def runs_elsewhere(w: WrappedValue) -> bool:
