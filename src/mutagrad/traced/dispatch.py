@@ -86,11 +86,14 @@ from mutagrad.traced.value import (
 # it runs compiled: mutagrad._compiled).
 INTERPRETED = __file__.endswith(".py")
 
-def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
+def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any, own_frames: int = 0) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
 
     The same as ``apply`` followed by ``record``, unrolled for two operands:
-    every arithmetic operator in a traced loop comes through here.
+    every arithmetic operator in a traced loop comes through here. ``own_frames``:
+    how many interpreted frames of mutagrad's lie between this function and the
+    user's where it runs compiled (the eliding operators' 1), skipped without
+    making them frame objects.
     """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
@@ -133,7 +136,7 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a, b), (ra, rb))
         if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
-            return binary(ufunc, pyop, a, b)
+            return binary(ufunc, pyop, a, b, own_frames)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     assert trace is not None
     if na is None and nb is None:  # forward levels only: nothing to record
@@ -141,8 +144,8 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually. Compiled
     # (mutagrad._compiled), neither has a frame: the innermost Python frame is the user's.
     # (An operand has a node on the trace's tape: trace is not None.)
-    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
-                             user_site_from(_getframe(2 if INTERPRETED else 0)))  # fmt: skip
+    site = user_site_from(_getframe(2 if INTERPRETED else own_frames))
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace, site)
     out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)

@@ -256,7 +256,7 @@ def eliding_operator_methods() -> dict[str, Callable[..., Any]]:
                 out = into_temporary(ufunc, self, other)
                 if out is not None:
                     return out
-            return binary(ufunc, pyop, self, other)
+            return binary(ufunc, pyop, self, other, 1)  # (1: this method's frame)
 
         forward.__name__ = f"__{name}__"
         methods[forward.__name__] = forward
