@@ -65,7 +65,7 @@ def test_mutagrad_pure_loads_every_module_from_its_source():
 
 
 @pytest.mark.skipif(not COMPILED_HERE, reason="no module is compiled in this environment")
-def test_a_compiled_copy_older_than_its_source_is_passed_over(tmp_path):
+def test_a_compiled_module_whose_source_changed_since_the_build_loads_its_source(tmp_path):
     copy = tmp_path / "src"
     shutil.copytree(SRC / "mutagrad", copy / "mutagrad",
                     ignore=shutil.ignore_patterns("__pycache__", "*.c"))  # fmt: skip
@@ -74,7 +74,17 @@ def test_a_compiled_copy_older_than_its_source_is_passed_over(tmp_path):
     assert compiled, "the copy's compiled modules did not load"
     edited = sorted(compiled)[0]
     source = Path(_compiled.source_path(edited).replace(str(SRC), str(copy)))
-    os.utime(source)  # (the source edited after the build: newer than its compiled copy)
+    before = source.stat()
+    source.write_text(source.read_text() + "# edited after the build\n")
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))  # (its old time: digests)
     loaded = _loaded_in_subprocess(copy, {"MUTAGRAD_PURE": ""})
     assert loaded[edited] is False
     assert {name for name, c in loaded.items() if c} == compiled - {edited}
+
+
+@pytest.mark.skipif(not COMPILED_HERE, reason="no module is compiled in this environment")
+def test_compiled_modules_without_the_builds_record_load_their_sources(tmp_path):
+    copy = tmp_path / "src"
+    left_out = shutil.ignore_patterns("__pycache__", "*.c", _compiled.RECORD)
+    shutil.copytree(SRC / "mutagrad", copy / "mutagrad", ignore=left_out)
+    assert not any(_loaded_in_subprocess(copy, {"MUTAGRAD_PURE": ""}).values())

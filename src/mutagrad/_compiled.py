@@ -7,12 +7,16 @@ interpreter's dispatch from the per-call and per-operation paths (issue 25:
 about a quarter of the instructions of a small gradient call).
 
 A compiled copy sits beside its source (an editable install builds in place),
-and Python's import prefers it. :func:`install` makes import take the source
-instead where
+and Python's import prefers it. The build records the digest of each source it
+compiled (``_compiled_sources.json``, beside them). :func:`install` makes import
+take the source instead where
 
 * the environment sets ``MUTAGRAD_PURE=1`` (the fallback, tested in CI), or
-* the ``.py`` file is newer than its compiled copy (edited since the build):
-  the code that runs is always the code on disk.
+* the ``.py`` file's digest is not the one recorded (edited since the build,
+  or never compiled by it): the code that runs is always the code on disk.
+
+(Digests, not modification times: installing a wheel gives every file the
+time it was unpacked, in any order.)
 
 Not compiled, on purpose: the modules that reason about the interpreter's own
 frames and reference counts (``freezing``, ``traced.elision``,
@@ -23,8 +27,10 @@ counts those proofs were calibrated on would not hold there.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -52,6 +58,9 @@ MODULES = (
     "mutagrad.zygote",
 )
 
+# Where the build records the digest of each source it compiled (setup.py writes it).
+RECORD = "_compiled_sources.json"
+
 # The file name a compiled module's traceback entries carry (Cython's, relative).
 SOURCE_NAMES = frozenset(name.replace(".", "/") + ".py" for name in MODULES)
 
@@ -72,17 +81,36 @@ def _compiled_path(name: str) -> str | None:
     return None
 
 
+def source_digest(path: str) -> str:
+    """The digest of a source file the build records (setup.py computes the same)."""
+    with open(path, "rb") as source:
+        return hashlib.blake2b(source.read(), digest_size=16).hexdigest()
+
+
+def _recorded() -> dict[str, str]:
+    """The digests of the sources the build compiled (none where nothing was built)."""
+    try:
+        with open(os.path.join(_ROOT, "mutagrad", RECORD)) as record:
+            return dict(json.load(record))
+    except (OSError, ValueError):
+        return {}
+
+
 def _sources_to_load(pure: bool) -> dict[str, str]:
     """The modules whose source import must take: all with a compiled copy where ``pure``,
-    else those whose compiled copy is older than the source."""
+    else those whose source is not the one the build compiled."""
     chosen = {}
+    recorded = None
     for name in MODULES:
-        compiled = _compiled_path(name)
-        if compiled is None:
+        if _compiled_path(name) is None:
             continue
         source = source_path(name)
-        if pure or os.stat(compiled).st_mtime_ns < os.stat(source).st_mtime_ns:
-            chosen[name] = source
+        if not pure:
+            if recorded is None:
+                recorded = _recorded()
+            if recorded.get(name) == source_digest(source):
+                continue
+        chosen[name] = source
     return chosen
 
 
