@@ -1,8 +1,7 @@
 # Quickstart: `make report` (the comparison report) and `make test` (lint + test suite).
 # Each target creates .venv when it is missing and installs what it needs.
 # CI (.ci/run) also runs `make test-oldest` and `make test-newest`: the suite on the oldest
-# supported Python with the oldest supported numpy, in plain Python (MUTAGRAD_PURE=1: the
-# fallback where nothing is compiled), and on the newest with the newest, compiled.
+# supported Python with the oldest supported numpy, and on the newest with the newest.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -19,12 +18,12 @@ NEWEST_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.13.*/bin/pytho
 OLDEST_PINS := "numpy==2.2.*" "attrs==23.1.*" "xxhash==3.4.*"
 VENVS := .venvs
 
-.PHONY: test test-oldest test-newest report lint compiled bench clean
+.PHONY: test test-oldest test-newest report lint bench clean
 
-$(VENV)/.installed-test: pyproject.toml setup.py
+$(VENV)/.installed-test: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,compile]'
+	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
 $(VENV)/.installed-report: pyproject.toml
@@ -37,18 +36,7 @@ lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-# The modules mutagrad._compiled lists, compiled again where their source changed (the suite
-# tests the compiled package; a copy older than its source is never loaded anyway).
-compiled: $(VENV)/.installed-test
-	$(PY) setup.py --quiet build_ext --inplace --parallel 2
-
-# How many modules run compiled; CI sets MUTAGRAD_EXPECT_COMPILED=1 to fail where not all do.
-COUNT_COMPILED := -c "import os, mutagrad._compiled as c; n = sum(c.loaded().values()); \
-	print(n, 'of', len(c.MODULES), 'modules compiled'); \
-	assert n == len(c.MODULES) or not os.environ.get('MUTAGRAD_EXPECT_COMPILED')"
-
-test: lint compiled
-	$(PY) $(COUNT_COMPILED)
+test: lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(PY) -m pytest $(PYTEST_ARGS)
 
 # Python 3.11, numpy 2.2, attrs 23.1, xxhash 3.4: the checkout installed editable, so the suite tests it.
@@ -57,12 +45,12 @@ $(VENVS)/oldest/.installed: pyproject.toml
 	rm -rf $(VENVS)/oldest
 	$(OLDEST_PYTHON) -m venv $(VENVS)/oldest
 	$(VENVS)/oldest/bin/python -m pip install --quiet --upgrade pip
-	MUTAGRAD_PURE=1 $(VENVS)/oldest/bin/python -m pip install --quiet $(OLDEST_PINS) -e '.[test]'
+	$(VENVS)/oldest/bin/python -m pip install --quiet $(OLDEST_PINS) -e '.[test]'
 	touch $@
 
 test-oldest: $(VENVS)/oldest/.installed
 	$(VENVS)/oldest/bin/python -c "import sys, numpy; print('Python', sys.version.split()[0], 'numpy', numpy.__version__)"
-	MUTAGRAD_PURE=1 HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENVS)/oldest/bin/python -m pytest $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENVS)/oldest/bin/python -m pytest $(PYTEST_ARGS)
 
 # Python 3.13 and the newest numpy, with mutagrad installed from the wheel built now (as a
 # user installs it), so the suite tests the package, not the checkout.
@@ -79,7 +67,6 @@ test-newest: $(VENVS)/newest/.installed
 	$(VENVS)/newest/bin/python -m pip wheel --quiet --no-deps --wheel-dir $(VENVS)/dist .
 	$(VENVS)/newest/bin/python -m pip install --quiet --force-reinstall --no-deps $(VENVS)/dist/mutagrad-*.whl
 	$(VENVS)/newest/bin/python -c "import sys, numpy, mutagrad; print('Python', sys.version.split()[0], 'numpy', numpy.__version__, 'mutagrad from', mutagrad.__file__)"
-	cd $(VENVS) && newest/bin/python $(COUNT_COMPILED)
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(VENVS)/newest/bin/python -m pytest $(PYTEST_ARGS)
 
 report: $(VENV)/.installed-report
@@ -89,4 +76,4 @@ bench: $(VENV)/.installed-test
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(VENVS) build src/*.egg-info src/mutagrad/*.c src/mutagrad/*/*.c src/mutagrad/*.so src/mutagrad/*/*.so .pytest_cache .hypothesis .ruff_cache .mypy_cache mutagrad-report
+	rm -rf $(VENV) $(VENVS) build src/*.egg-info .pytest_cache .hypothesis .ruff_cache .mypy_cache mutagrad-report

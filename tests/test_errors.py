@@ -30,7 +30,6 @@ import pytest
 
 import mutagrad
 import mutagrad.numpy as mnp
-from mutagrad.diagnostics.sites import compiled_source
 from mutagrad.diagnostics.tracebacks import FILTERING_VARIABLE
 
 SOURCE = Path(mutagrad.__file__).parent
@@ -100,10 +99,7 @@ def raise_site_of(error: BaseException) -> tuple[str, int]:
     traceback = error.__traceback__
     while traceback.tb_next is not None:
         traceback = traceback.tb_next
-    filename = traceback.tb_frame.f_code.co_filename
-    if compiled_source(filename):  # (a compiled module names its source relative to the build)
-        filename = str(SOURCE.parent / filename[filename.rindex("mutagrad/") :])
-    return filename, traceback.tb_lineno
+    return traceback.tb_frame.f_code.co_filename, traceback.tb_lineno
 
 
 # -- the API ---------------------------------------------------------------------------

@@ -15,11 +15,7 @@ a wrong gradient. Writes whose old value no gradient needs just work.
     (array([4., 8.]),)
 """
 
-# First: where a compiled module's copy is stale, or MUTAGRAD_PURE=1, import takes its source.
-from mutagrad import (
-    _compiled,  # noqa: F401  (see mutagrad._compiled)
-    rules,  # noqa: F401  (importing the rule modules registers every numpy fact)
-)
+from mutagrad import rules  # noqa: F401  (importing the rule modules registers every numpy fact)
 from mutagrad.buffer import Buffer
 from mutagrad.call import WithGradient
 from mutagrad.checkpoint import checkpointed

@@ -24,7 +24,7 @@ import mutagrad as mg
 from mutagrad.core.registry import UFUNC_RULES
 from mutagrad.errors import NotDifferentiableError
 from mutagrad.testing.finite_differences import directional_derivative
-from mutagrad.traced import elision
+from mutagrad.traced import dispatch, elision
 from mutagrad.traced.tangents import Borrowed, set_tangent
 from mutagrad.traced.value import BORROWED, WrappedArray
 
@@ -61,7 +61,7 @@ class Addresses:
 def general_path(monkeypatch, run):
     """``run()`` with elision switched off: every operation takes the general path."""
     with monkeypatch.context() as m:
-        m.setattr(elision, "TEMPORARY_REFERENCES", -1)
+        m.setattr(dispatch, "TEMPORARY_REFERENCES", -1)
         return run()
 
 

@@ -26,8 +26,6 @@ from types import CodeType, FrameType, TracebackType
 
 import numpy
 
-from mutagrad._compiled import SOURCE_NAMES
-
 Site = tuple[CodeType, int]  # (code, bytecode offset)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,18 +65,6 @@ _INTERNAL_PREFIXES = (
     *_library_dirs("scipy"),
     "<__array_function__",
 )
-# Whether this module runs interpreted, its functions with frames of their own (the
-# modules mutagrad._compiled lists are compiled or not together: one build).
-INTERPRETED = __file__.endswith(".py")
-# The traceback entries of a compiled module (mutagrad._compiled) name its source by a
-# relative path, as the build saw it: src/mutagrad/call.py.
-_COMPILED_SOURCES = tuple(SOURCE_NAMES)
-
-
-def compiled_source(filename: str) -> bool:
-    """Whether ``filename`` is what a compiled module's traceback entries name (machinery)."""
-    return filename.endswith(_COMPILED_SOURCES) and not os.path.isabs(filename)
-
 # Code already classified, by id: the code itself (held, so that its id is not
 # reused) and None for machinery (skipped by the walk), or for the user's code its
 # table of bytecode offset -> site. A loop records the same few sites thousands of
@@ -89,14 +75,8 @@ _classified: dict[int, tuple[CodeType, dict[int, Site] | None]] = {}
 
 
 def user_site(depth: int = 2) -> Site | None:
-    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy.
-
-    The walk starts ``depth`` frames out (the caller knows how many of its own lie
-    between), where this module runs interpreted. Compiled (:mod:`mutagrad._compiled`)
-    mutagrad's functions have no frames: it starts at the innermost Python frame,
-    as a fixed depth would skip the user's frame there.
-    """
-    return user_site_from(sys._getframe(depth if INTERPRETED else 0))
+    """Return ``(code, offset)`` of the innermost frame outside mutagrad and numpy."""
+    return user_site_from(sys._getframe(depth))
 
 
 def user_site_from(frame: FrameType | None) -> Site | None:
@@ -138,9 +118,9 @@ def user_site_in(stack: list[tuple[CodeType, int]]) -> Site | None:
 
 def _classify(code: CodeType) -> dict[int, Site] | None:
     """Remember whether ``code`` is machinery; the user's code gets its table of sites."""
-    filename = code.co_filename
-    machinery = filename.startswith(_INTERNAL_PREFIXES) or compiled_source(filename)
-    sites: dict[int, Site] | None = None if machinery else {}
+    sites: dict[int, Site] | None = (
+        None if code.co_filename.startswith(_INTERNAL_PREFIXES) else {}
+    )
     _classified[id(code)] = (code, sites)
     return sites
 
@@ -167,7 +147,7 @@ def innermost_user_site(traceback: TracebackType | None) -> Site | None:
     found = None
     while traceback is not None:
         code = traceback.tb_frame.f_code
-        if _user_sites_of(code) is not None:
+        if not code.co_filename.startswith(_INTERNAL_PREFIXES):
             found = (code, traceback.tb_lasti)
         traceback = traceback.tb_next
     return found
@@ -180,8 +160,7 @@ def raised_by_mutagrad(error: BaseException) -> bool:
         return False
     while traceback.tb_next is not None:
         traceback = traceback.tb_next
-    filename = traceback.tb_frame.f_code.co_filename
-    return filename.startswith(_PACKAGE_DIR + os.sep) or compiled_source(filename)
+    return traceback.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR + os.sep)
 
 
 def describe_site(site: Site | None) -> str:

@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 
 from mutagrad.diagnostics.sites import (
     Site,
-    compiled_source,
     describe_site,
     format_site,
     innermost_user_site,
@@ -159,9 +158,7 @@ def name_user_line(error: MutagradError, site: Site | None) -> None:
 
 def is_machinery(filename: str) -> bool:
     """Whether a frame in ``filename`` belongs to mutagrad's machinery."""
-    return (
-        filename.startswith(_PACKAGE_DIR) and not filename.startswith(_NOT_MACHINERY)
-    ) or compiled_source(filename)
+    return filename.startswith(_PACKAGE_DIR) and not filename.startswith(_NOT_MACHINERY)
 
 
 def without_internal_frames(traceback: TracebackType | None) -> TracebackType | None:

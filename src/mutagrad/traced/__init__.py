@@ -29,7 +29,7 @@ import numpy as np
 
 from mutagrad.core.engine import register_traced_type
 from mutagrad.core.regions import traced_densify
-from mutagrad.traced import dispatch, elision, flat, indexing, methods, mutation
+from mutagrad.traced import dispatch, flat, indexing, methods, mutation
 from mutagrad.traced.tangents import region_tangents
 from mutagrad.traced.value import (
     WrappedArray,
@@ -57,7 +57,7 @@ WrappedValue.imag = WrappedValue.imag.setter(methods.set_imag)  # type: ignore[m
 
 # +, -, * and ** of arrays: into a large temporary's memory where that is proved safe
 # (mutagrad.traced.elision; a scalar is never large).
-for _name, _method in elision.eliding_operator_methods().items():
+for _name, _method in dispatch.eliding_operator_methods().items():
     setattr(WrappedArray, _name, _method)
 
 # Indexing and the in-place methods: arrays (scalars are immutable, as numpy's).

@@ -29,7 +29,7 @@ import inspect
 import operator
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from sys import _getframe
+from sys import _getframe, getrefcount
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,12 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import mutation
+from mutagrad.traced.elision import (
+    ELIDED,
+    MIN_ELIDED_BYTES,
+    TEMPORARY_REFERENCES,
+    into_temporary,
+)
 from mutagrad.traced.forward import forward_result
 from mutagrad.traced.value import (
     WrappedArray,
@@ -82,18 +88,12 @@ from mutagrad.traced.value import (
     wrap_constant,
 )
 
-# Whether this module runs interpreted, its functions with frames of their own (not where
-# it runs compiled: mutagrad._compiled).
-INTERPRETED = __file__.endswith(".py")
 
-def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any, own_frames: int = 0) -> Any:
+def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     """``a <op> b`` where at least one side is a WrappedArray (the operator fast path).
 
     The same as ``apply`` followed by ``record``, unrolled for two operands:
-    every arithmetic operator in a traced loop comes through here. ``own_frames``:
-    how many interpreted frames of mutagrad's lie between this function and the
-    user's where it runs compiled (the eliding operators' 1), skipped without
-    making them frame objects.
+    every arithmetic operator in a traced loop comes through here.
     """
     trace = STATE.get()
     tape = trace.tape if trace is not None else None
@@ -136,16 +136,15 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any, own_frames: int = 0) -> A
         if ufunc in NONDIFFERENTIABLE:
             return wrap_constant(result, (a, b), (ra, rb))
         if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
-            return binary(ufunc, pyop, a, b, own_frames)
+            return binary(ufunc, pyop, a, b)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
     assert trace is not None
     if na is None and nb is None:  # forward levels only: nothing to record
         return forward_result(rule, (a, b), (ra, rb), wrap(result), None, trace)
-    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually. Compiled
-    # (mutagrad._compiled), neither has a frame: the innermost Python frame is the user's.
+    # Frame 1 is an operator or __array_ufunc__; frame 2 the user's, usually.
     # (An operand has a node on the trace's tape: trace is not None.)
-    site = user_site_from(_getframe(2 if INTERPRETED else own_frames))
-    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace, site)
+    node, need_ans = record2(rule, a, b, ra, rb, na, nb, result, None, trace,
+                             user_site_from(_getframe(2)))  # fmt: skip
     out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
     if need_ans:
         save_output(node, out, trace.mode)
@@ -179,7 +178,7 @@ def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     assert trace is not None
     if na is None:  # forward levels only: nothing to record
         return forward_result(rule, (a,), (ra,), wrap(result), None, trace)
-    site = user_site_from(_getframe(2 if INTERPRETED else 0))  # as in binary
+    site = user_site_from(_getframe(2))  # as in binary
     # (a has a node on the trace's tape: trace is not None)
     node, need_ans = record1(rule, a, ra, na, result, None, trace, site)
     out = WrappedArray(result, node) if kind is ndarray else WrappedScalar(result, node)
@@ -557,4 +556,32 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
         return np.divmod(self, other)
 
     methods["__divmod__"] = divmod_
+    return methods
+
+
+def eliding_operator_methods() -> dict[str, Callable[..., Any]]:
+    """WrappedArray's ``+``, ``-``, ``*`` and ``**``: into a large temporary left operand's own
+    memory where :mod:`mutagrad.traced.elision` proves it safe, else :func:`binary` (none
+    where the interpreter's reference counts cannot tell a temporary)."""
+    methods: dict[str, Callable[..., Any]] = {}
+    for name, ufunc, pyop in [
+        ("add", np.add, operator.add),
+        ("sub", np.subtract, operator.sub),
+        ("mul", np.multiply, operator.mul),
+        ("pow", np.power, operator.pow),
+    ]:
+        if ufunc not in ELIDED:
+            continue
+
+        def forward(self, other, ufunc=ufunc, pyop=pyop):
+            # The cheapest tests here, and the reference count in this frame: the one
+            # TEMPORARY_REFERENCES was measured in.
+            if self._raw.nbytes >= MIN_ELIDED_BYTES and getrefcount(self) == TEMPORARY_REFERENCES:
+                out = into_temporary(ufunc, self, other)
+                if out is not None:
+                    return out
+            return binary(ufunc, pyop, self, other)
+
+        forward.__name__ = f"__{name}__"
+        methods[forward.__name__] = forward
     return methods

@@ -51,7 +51,6 @@ import numpy as np
 
 from mutagrad.core.engine import STATE, ForwardTrace, VjpRule
 from mutagrad.core.registry import UFUNC_RULES
-from mutagrad.traced.dispatch import binary
 from mutagrad.traced.tangents import set_tangent, tangent_of
 from mutagrad.traced.value import WrappedArray, WrappedValue, operand
 
@@ -228,36 +227,3 @@ def _square(raw: np.ndarray, ta: Any, level: Any) -> WrappedArray:
     if ta is not None:
         set_tangent(out, level, ta)
     return out
-
-
-def eliding_operator_methods() -> dict[str, Callable[..., Any]]:
-    """WrappedArray's ``+``, ``-``, ``*`` and ``**``: into a large temporary left operand's own
-    memory where :func:`into_temporary` proves it safe, else :func:`binary` (none where the
-    interpreter's reference counts cannot tell a temporary).
-
-    Defined here, in a module that is never compiled (:mod:`mutagrad._compiled`): the
-    count these methods read is the one :data:`TEMPORARY_REFERENCES` was measured on, in
-    an interpreted method called as the probe's is.
-    """
-    methods: dict[str, Callable[..., Any]] = {}
-    for name, ufunc, pyop in [
-        ("add", np.add, operator.add),
-        ("sub", np.subtract, operator.sub),
-        ("mul", np.multiply, operator.mul),
-        ("pow", np.power, operator.pow),
-    ]:
-        if ufunc not in ELIDED:
-            continue
-
-        def forward(self, other, ufunc=ufunc, pyop=pyop):
-            # The cheapest tests here, and the reference count in this frame: the one
-            # TEMPORARY_REFERENCES was measured in.
-            if self._raw.nbytes >= MIN_ELIDED_BYTES and getrefcount(self) == TEMPORARY_REFERENCES:
-                out = into_temporary(ufunc, self, other)
-                if out is not None:
-                    return out
-            return binary(ufunc, pyop, self, other, 1)  # (1: this method's frame)
-
-        forward.__name__ = f"__{name}__"
-        methods[forward.__name__] = forward
-    return methods

@@ -35,9 +35,6 @@ from mutagrad.traced.value import (
     wrap,
 )
 
-# Whether this module runs interpreted, its functions with frames of their own (not where
-# it runs compiled: mutagrad._compiled).
-INTERPRETED = __file__.endswith(".py")
 
 def _normalize_one(k: Any) -> tuple[tuple[Any, ...], bool]:
     """One index component as (components, is_basic); booleans become integer arrays."""
@@ -136,9 +133,8 @@ def getitem(w: WrappedArray, index: Any) -> Any:
         if trace.forward and has_tangent(w, trace.forward):
             return forward_element(w, key, wrap(result), trace)
         return wrap(result)
-    # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually (the innermost
-    # Python frame where it runs compiled, as in dispatch.binary).
-    site = user_site_from(_getframe(1 if INTERPRETED else 0))
+    # This is WrappedArray.__getitem__ itself: frame 1 is the user's, usually.
+    site = user_site_from(_getframe(1))
     node = Node(GETITEM, (n,), tape, n.tag, result, site)
     node.saved = (key, basic)  # what the pullback reads: no array of x's
     tape.nodes.append(node)  # push, spelled out on this hot path
