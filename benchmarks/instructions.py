@@ -3,7 +3,7 @@
 Wall-clock medians on a shared machine move by several percent from run to
 run; instruction counts do not. For each workload this runs the call under
 ``valgrind --tool=callgrind`` with counting switched on only around
-``REPEATS`` calls (after three warm-up calls, with the cyclic collector off),
+``REPEATS`` calls (after ``WARM_UP`` uncounted calls, with the cyclic collector off),
 by two client requests in a small C library compiled on the spot, and
 reports the average. Counts are repeatable for the same interpreter, numpy and
 inputs, whatever else the machine is doing; they weigh every instruction alike
@@ -98,6 +98,10 @@ WORKLOADS: dict[str, tuple[str, str]] = {
     ),
 }
 REPEATS = 20
+# CPython 3.11 quickens a code object (rewrites its bytecode for specialisation) on its
+# eighth run, once: fewer warm-up calls than that count the one-off rewrite of every
+# function a call runs once (about 4.4k instructions per mse_vec call over 20 repeats).
+WARM_UP = 10
 
 
 # Two C functions whose only work is callgrind's client request to start and stop
@@ -124,7 +128,7 @@ def _program(setup: str, call: str, repeats: int, source: str | None, markers: P
     return (
         f"{path}import ctypes, gc\nimport numpy as np\nimport mutagrad\n{setup}\n"
         f"count = ctypes.CDLL({str(markers)!r})\n"
-        f"for _ in range(3):\n    {call}\n"  # warm: first-use caches are not counted
+        f"for _ in range({WARM_UP}):\n    {call}\n"  # first-use caches and quickening
         f"gc.collect()\ngc.disable()\ncount.mutagrad_count_start()\n"
         f"for _ in range({repeats}):\n    {call}\n"
         f"count.mutagrad_count_stop()\n"

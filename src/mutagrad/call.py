@@ -34,6 +34,7 @@ from xxhash import xxh3_128_intdigest as _xxh3_128
 
 from mutagrad.buffer import check_not_open_buffer
 from mutagrad.core.engine import (
+    FLOAT64,
     RUNNING,
     STATE,
     ZERO,
@@ -723,8 +724,14 @@ def check_holomorphic(call: GradientCall, node: Node | None, seed: Any, first: A
             )
 
 
+# The seed of nearly every call: a float64 scalar, immutable, so one serves them all.
+_FLOAT64_ONE = np.float64(1.0)
+
+
 def scalar_seed(node: Node) -> Any:
     """The cotangent 1 of a scalar output (of one element, shaped as the output)."""
+    if node.dtype is FLOAT64 and node.shape == ():
+        return _FLOAT64_ONE
     one = cotangent_dtype(node.dtype).type(1.0)
     return one if node.shape == () else np.full(node.shape, one)
 

@@ -9,6 +9,8 @@ switched off here, alone and all together, and the same programs are run:
   against :func:`~mutagrad.traced.dispatch.apply`;
 * the one- and two-argument recorders (``record1``/``record2``) against
   :func:`~mutagrad.core.record.record`;
+* the reductions' one-argument apply (:func:`~mutagrad.traced.dispatch.apply_one`)
+  against :func:`~mutagrad.traced.dispatch.apply`;
 * :meth:`VjpRule.backward` against its ``_backward_general``;
 * :meth:`BackwardPass.accumulate` against ``accumulate_general``;
 * outside a gradient call, ``__setitem__``'s int-index shortcut,
@@ -31,6 +33,7 @@ import mutagrad
 from mutagrad.core import record as record_module
 from mutagrad.core.engine import BackwardPass, VjpRule
 from mutagrad.core.registry import UFUNC_RULES
+from mutagrad.rules import reductions
 from mutagrad.testing import check_gradient
 from mutagrad.traced import dispatch, mutation
 from mutagrad.traced.value import WrappedArray
@@ -62,6 +65,10 @@ def _record1_by_record(rule, a, ra, na, result, kwargs, trace, site):
     return record_module.record(rule, (a,), [ra], [na], result, kwargs, trace, site)
 
 
+def _apply_one_by_apply(rule, a, kwargs, result):
+    return dispatch.apply(rule, (a,), kwargs, result)
+
+
 def _setitem_by_assign(w, index, value):
     mutation.assign(w, index, value, "__setitem__")
 
@@ -72,6 +79,7 @@ GENERAL_PATHS = {
         (dispatch, "record2", _record2_by_record),
         (dispatch, "record1", _record1_by_record),
     ],
+    "reductions": [(reductions, "apply_one", _apply_one_by_apply)],
     "backward": [(VjpRule, "backward", VjpRule._backward_general)],
     "accumulate": [(BackwardPass, "accumulate", BackwardPass.accumulate_general)],
     "untraced writes": [
@@ -228,7 +236,7 @@ def test_gradients_on_the_general_paths_equal_the_fast_paths(monkeypatch, progra
     assert_same(fast, general)
 
 
-@pytest.mark.parametrize("paths", ["backward", "accumulate", "recorders", "all"])
+@pytest.mark.parametrize("paths", ["backward", "accumulate", "recorders", "reductions", "all"])
 @pytest.mark.parametrize(
     "program",
     [mse, shared_cotangent, unary_chain, scalars, in_place_updates],

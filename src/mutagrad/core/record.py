@@ -180,6 +180,8 @@ def record2(
         saved_b = saved_a  # x * x: one array, saved once
     elif type(rb) is ndarray and isinstance(b, TRACED.kind):
         saved_b = capture(b, rb, node, mode)
+    elif rb is b and type(rb) in _ATOMS:
+        saved_b = rb  # (save_value of a constant number: an exponent, a factor)
     else:
         saved_b = save_value(rb, b, node, mode)
     # push, spelled out on this hot path
@@ -222,7 +224,14 @@ def _shape_only(raw: Any) -> Any:
 
 
 def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
-    return owned_value(kwargs) if kwargs and rule.params else None
+    if not (kwargs and rule.params):
+        return None
+    # owned_value(kwargs) keeps a dict of atoms as it is (``axis=None, keepdims=False``,
+    # nearly every rule's keywords): told here without its two calls.
+    for value in kwargs.values():
+        if type(value) not in _ATOMS:
+            return owned_value(kwargs)
+    return kwargs
 
 
 def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:

@@ -10,7 +10,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from mutagrad.core.jvps import batch_axis, complex_exact, hand, linear, through_gradient
 from mutagrad.core.registry import ANS, VjpRule, implements
-from mutagrad.traced.dispatch import apply, call_without_derivative
+from mutagrad.traced.dispatch import apply, apply_one, call_without_derivative
 from mutagrad.traced.mutation import assign_out
 from mutagrad.traced.value import WrappedValue, unwrap
 
@@ -169,10 +169,6 @@ def _options(**kwargs):
     return options
 
 
-# The dtypes whose np.mean is a sum in the dtype itself.
-_MEAN_TYPES = (np.float64, np.float32)
-
-
 def _plain(a, dtype, out, where, initial=_NoValue) -> bool:
     """A reduction of a float WrappedArray with only ``axis`` and ``keepdims`` given."""
     return (
@@ -193,7 +189,7 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
         # loss ends in a reduction).
         x = a._raw
         result = np.add.reduce(x, axis, None, None, keepdims)
-        return apply(SUM, (a,), {"axis": axis, "keepdims": keepdims}, result)
+        return apply_one(SUM, a, {"axis": axis, "keepdims": keepdims}, result)
     kw = _options(dtype=dtype, initial=initial, where=where)
     result = apply(SUM, (a,), {"axis": axis, "keepdims": keepdims, **kw})
     return assign_out(result, out, "np.sum")
@@ -203,11 +199,19 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
     if axis is None and not keepdims and _plain(a, dtype, out, where) and a._raw.size:
         x = a._raw
-        if x.dtype.type in _MEAN_TYPES:
-            # numpy's _mean over all axes, without its Python layers: the same
-            # sum, divided by the count as an intp, cast back to the dtype.
-            result = x.dtype.type(np.add.reduce(x, None) / np.intp(x.size))
-            return apply(MEAN, (a,), {"axis": None, "keepdims": False}, result)
+        kind = x.dtype.type
+        if kind is np.float64:
+            # numpy's _mean over all axes, without its Python layers: the same sum,
+            # divided by the count. numpy divides by the count as an intp; a Python
+            # int gives the same float64 division (a count below 2**53 converts to
+            # float64 exactly) without making the intp.
+            result = np.add.reduce(x, None) / x.size
+            return apply_one(MEAN, a, {"axis": None, "keepdims": False}, result)
+        if kind is np.float32:
+            # float32 / intp divides in float64 (a float32 count could round), and numpy
+            # casts the quotient back to float32.
+            result = kind(np.add.reduce(x, None) / np.intp(x.size))
+            return apply_one(MEAN, a, {"axis": None, "keepdims": False}, result)
         # (numpy sums float16 in float32: the general path below.)
     kw = _options(dtype=dtype, where=where)
     result = apply(MEAN, (a,), {"axis": axis, "keepdims": keepdims, **kw})

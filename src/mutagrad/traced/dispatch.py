@@ -72,6 +72,7 @@ from mutagrad.traced.elision import (
 )
 from mutagrad.traced.forward import forward_result
 from mutagrad.traced.value import (
+    PLAIN_OPERANDS,
     WrappedArray,
     WrappedScalar,
     WrappedValue,
@@ -113,6 +114,8 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         nb = b._node
         if nb is not None and nb.tape is not tape:
             nb = None
+    elif kind in PLAIN_OPERANDS:  # (operand's first test: x ** 2, x * 0.5)
+        rb, nb = b, None
     else:
         rb, nb = operand(b, tape)
     result = pyop(ra, rb)
@@ -254,18 +257,14 @@ def _raise_numpy_s_own_error(call: Any, args: Any, kwargs: dict[str, Any]) -> No
 
 def array_function(self: WrappedValue, func: Any, types: Any, args: Any,
                    kwargs: dict[str, Any]) -> Any:  # fmt: skip
-    """``__array_function__``: ``func(*args, **kwargs)``, a numpy function on traced values."""
+    """``__array_function__``: ``func(*args, **kwargs)``, a numpy function on traced values:
+    its rule, numpy without a derivative, or traced through."""
     if len(types) > 1:  # another array type among the arguments (np.ma, np.matrix)
         for kind in types:
             if kind is not ndarray and issubclass(kind, ndarray) and (
                 kind not in PLAIN_SUBCLASSES
             ):
                 raise NotDifferentiableError(subclass_message(kind, "an argument"))
-    return function_call(func, args, kwargs)
-
-
-def function_call(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
-    """``func(*args, **kwargs)``: its rule, numpy without a derivative, or traced through."""
     try:
         adapter = FUNCTION_RULES.get(func)
         if adapter is not None:
@@ -388,6 +387,26 @@ def apply(
         save_output(node, out, trace.mode)
     if trace.forward:
         forward_result(rule, args, raw, out, kwargs, trace)
+    return out
+
+
+def apply_one(rule: VjpRule, a: WrappedValue, kwargs: dict[str, Any], result: Any) -> Any:
+    """:func:`apply` of one of mutagrad's rules to one traced value, ``result`` computed: the
+    reductions' fast path (``np.sum(x)``, ``np.mean(x)``, which end nearly every loss).
+
+    :func:`apply` unrolled for a recorded operation without forward levels; anything
+    else goes there (``tests/core/test_fast_paths.py`` runs both on the same programs).
+    """
+    trace = STATE.get()
+    if trace is None or trace.forward:
+        return apply(rule, (a,), kwargs, result)
+    ra, na = operand(a, trace.tape)
+    if na is None or truncates(result, (ra,), (na,)):
+        return apply(rule, (a,), kwargs, result)
+    node, need_ans = record1(rule, a, ra, na, result, kwargs, trace, user_site())
+    out = wrap(result, node)
+    if need_ans:
+        save_output(node, out, trace.mode)
     return out
 
 

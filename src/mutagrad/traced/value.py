@@ -792,7 +792,7 @@ def truncates(result: Any, raw: Any, nodes: Any) -> bool:
 
 
 # The constants most operations meet: a Python number, a numpy float, a plain array.
-_PLAIN_OPERANDS = frozenset({int, float, bool, float64, ndarray})
+PLAIN_OPERANDS = frozenset({int, float, bool, float64, ndarray})
 
 
 def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
@@ -801,7 +801,7 @@ def operand(x: Any, tape: engine.Tape | None) -> tuple[Any, Node | None]:
     The one place an argument of a recorded operation is resolved: a view
     reads its base's current node (:func:`node_of`).
     """
-    if type(x) in _PLAIN_OPERANDS:
+    if type(x) in PLAIN_OPERANDS:
         return x, None  # (the isinstance tests below would each look up x.__class__)
     if not isinstance(x, WrappedValue):
         if type(x) is not ndarray and isinstance(x, ndarray):
