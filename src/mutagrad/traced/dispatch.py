@@ -401,10 +401,19 @@ def apply_one(rule: VjpRule, a: WrappedValue, kwargs: dict[str, Any], result: An
     if trace is None or trace.forward:
         return apply(rule, (a,), kwargs, result)
     ra, na = operand(a, trace.tape)
-    if na is None or truncates(result, (ra,), (na,)):
+    if na is None:
+        return apply(rule, (a,), kwargs, result)
+    kind = type(result)
+    # (truncates' first test and wrap's, spelled out as in binary)
+    floating = kind is float64 or (kind is ndarray and result.dtype.kind == "f")
+    if not floating and truncates(result, (ra,), (na,)):
         return apply(rule, (a,), kwargs, result)
     node, need_ans = record1(rule, a, ra, na, result, kwargs, trace, user_site())
-    out = wrap(result, node)
+    out = (
+        WrappedScalar(result, node) if kind is float64
+        else WrappedArray(result, node) if kind is ndarray
+        else wrap(result, node)
+    )  # fmt: skip
     if need_ans:
         save_output(node, out, trace.mode)
     return out
