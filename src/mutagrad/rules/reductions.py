@@ -189,7 +189,10 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NoValue, w
         # loss ends in a reduction).
         x = a._raw
         result = np.add.reduce(x, axis, None, None, keepdims)
-        return apply_one(SUM, a, {"axis": axis, "keepdims": keepdims}, result)
+        # A reduction over all axes records no keywords: axis=None and keepdims=False are
+        # its vjp's and jvp's defaults, and a vjp called with **keywords costs more.
+        kwargs = None if axis is None and not keepdims else {"axis": axis, "keepdims": keepdims}
+        return apply_one(SUM, a, kwargs, result)
     kw = _options(dtype=dtype, initial=initial, where=where)
     result = apply(SUM, (a,), {"axis": axis, "keepdims": keepdims, **kw})
     return assign_out(result, out, "np.sum")
@@ -206,12 +209,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NoValue):
             # int gives the same float64 division (a count below 2**53 converts to
             # float64 exactly) without making the intp.
             result = np.add.reduce(x, None) / x.size
-            return apply_one(MEAN, a, {"axis": None, "keepdims": False}, result)
+            return apply_one(MEAN, a, None, result)  # (no keywords: as in sum_)
         if kind is np.float32:
             # float32 / intp divides in float64 (a float32 count could round), and numpy
             # casts the quotient back to float32.
             result = kind(np.add.reduce(x, None) / np.intp(x.size))
-            return apply_one(MEAN, a, {"axis": None, "keepdims": False}, result)
+            return apply_one(MEAN, a, None, result)  # (no keywords: as in sum_)
         # (numpy sums float16 in float32: the general path below.)
     kw = _options(dtype=dtype, where=where)
     result = apply(MEAN, (a,), {"axis": axis, "keepdims": keepdims, **kw})

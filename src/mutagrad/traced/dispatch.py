@@ -390,7 +390,9 @@ def apply(
     return out
 
 
-def apply_one(rule: VjpRule, a: WrappedValue, kwargs: dict[str, Any], result: Any) -> Any:
+def apply_one(
+    rule: VjpRule, a: WrappedValue, kwargs: dict[str, Any] | None, result: Any
+) -> Any:
     """:func:`apply` of one of mutagrad's rules to one traced value, ``result`` computed: the
     reductions' fast path (``np.sum(x)``, ``np.mean(x)``, which end nearly every loss).
 
