@@ -211,6 +211,28 @@ def test_power_with_constant_exponents(x):
     check_op(lambda x: x**3 + x**2.0 + np.power(x, 1) + x**0 + np.power(x, np.array(0.0)), x)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_square_vjp_doubles_as_numpy_does(dtype):
+    """x ** 2's vjp doubles g * x by a float64 0-d array where numpy would convert the Python 2
+    to one: the same bits, subnormal, infinite and nan products included, and the same
+    overflow, reported by the same ufunc (for an array base and a float64 scalar one)."""
+    from mutagrad.rules.ufuncs import _power_base_vjp
+
+    values = np.array([1.5, -0.0, 5e-324, 3e-310, 1e308, -np.inf, np.nan])
+    g = np.resize(values, (2, 7))
+    with np.errstate(over="ignore"):  # (1e308 is infinite in float16 and float32)
+        bases = np.resize(values[::-1], (2, 7)).astype(dtype)
+    for x in (bases, np.float64(0.7)):
+        with np.errstate(all="ignore"):
+            expected = g * x
+            expected *= 2
+            got = _power_base_vjp(g, None, x, 2)
+        assert type(got) is np.ndarray and got.dtype == expected.dtype
+        assert got.tobytes() == expected.tobytes()
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in multiply"):
+            _power_base_vjp(np.full(3, 1e308), None, np.ones(3, dtype), 2)
+
+
 @given(x=arrays(ANY, hnp.array_shapes(min_dims=1, max_dims=1, max_side=4)))
 def test_powers_of_elements_read_in_a_loop(x):
     """x[i] ** k in a loop: a float64 scalar base (the vjp's constant-exponent branch, as for

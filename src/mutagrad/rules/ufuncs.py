@@ -78,6 +78,11 @@ ufunc_rule(np.conjugate, lambda g, ans, x: np.conjugate(g), reads=((),), handles
 _SCALARS = (int, float, float64, np.int64)
 
 
+_FLOAT64 = np.dtype(float64)  # (numpy's one instance: ``is`` tells it)
+_TWO = np.array(2.0)  # (a 0-d float64 array: no Python number for numpy to convert)
+_TWO.flags.writeable = False
+
+
 def _single_value(g):
     """The value of a raw array broadcast from one scalar (all strides 0), else None."""
     if type(g) is ndarray and g.size and not any(g.strides):
@@ -102,10 +107,15 @@ def _power_base_vjp(g, ans, x, y):
         power = x if y == 2 else x ** (y - 1)
         if factor is not None:
             return power * (y * factor)
-        if y == 2 and type(g) is ndarray:  # (g * x) * 2 is g * (2 * x) bit for bit,
-            # with one new array, not two (traced, g * x would be written in place)
+        if y == 2 and type(g) is ndarray:  # (g * x) * 2 is g * (2 * x) bit for bit
+            # (except where g * x is subnormal: doubling keeps its rounding), with one
+            # new array, not two (traced, g * x would be written in place)
             doubled = g * x
-            doubled *= 2
+            # The same float64 loop with a float64 operand either way: numpy converts the
+            # Python 2 (weak) to one for every call, which costs as much as g * x itself.
+            # (Not for another dtype, where 2.0 as float64 would promote; nor for a numpy
+            # scalar, where numpy's own scalar arithmetic multiplies, and warns, apart.)
+            doubled *= _TWO if type(doubled) is ndarray and doubled.dtype is _FLOAT64 else 2
             return doubled
         return g * (y * power)
     # y * x**(y - 1), except 0 * 0**-1 (nan) where x = y = 0: the derivative there is 0.
