@@ -226,10 +226,10 @@ def _shape_only(raw: Any) -> Any:
 def _owned_kwargs(rule: VjpRule, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
     if not (kwargs and rule.params):
         return None
-    # owned_value(kwargs) keeps a dict of atoms as it is (``axis=None, keepdims=False``,
-    # nearly every rule's keywords): told here without its two calls.
+    # owned_value(kwargs) keeps a dict that holds nothing mutable as it is (``axis=0``,
+    # an index tuple: nearly every rule's keywords); _mutable's test of a dict, inlined.
     for value in kwargs.values():
-        if type(value) not in _ATOMS:
+        if type(value) not in _ATOMS and _mutable(value):
             return owned_value(kwargs)
     return kwargs
 
