@@ -288,6 +288,28 @@ def test_thawed_after_an_error_in_f_and_after_a_refused_argument():
     assert PENDING.get() is None
 
 
+def test_an_argument_refused_before_any_array_thaws_under_the_lock(monkeypatch):
+    # The boundary froze `a` (proved unviewed); leaf 0 is refused before the call takes
+    # the lock for its first array: the thaw must still hold it, or another thread's
+    # freeze or `frozen_by_a_call` could meet the registry half changed.
+    from mutagrad import freezing
+
+    held = []
+    thaw_held = freezing.Frozen.thaw_held
+
+    def recording(self):
+        held.append((freezing._FREEZING.locked(), len(self.arrays)))
+        thaw_held(self)
+
+    monkeypatch.setattr(freezing.Frozen, "thaw_held", recording)
+    a = np.linspace(0, 1, N)
+    with pytest.raises(NotDifferentiableError, match="leaf 0"):
+        mutagrad.gradient(lambda s, x: np.sum(x), object(), a)
+    assert [locked for locked, _ in held] == [True]
+    assert held[0][1] >= 1  # (a, and the array linspace made it a view of)
+    assert a.flags.writeable
+
+
 def test_nested_entry_points_and_chunked_jacobians(hashed):
     a = np.linspace(0.1, 1, N)
     h = mutagrad.hvp(lambda x: np.sum(x**3), (a,), (np.ones(N),))

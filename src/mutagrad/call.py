@@ -220,7 +220,13 @@ class GradientCall:
             if self.locked:
                 self.frozen.freeze_held(self.to_freeze)  # (and registers what _wrap froze)
         except BaseException:
-            self.frozen.thaw_held()  # an argument refused: the caller's arrays are theirs again
+            # An argument refused: the caller's arrays are theirs again, under the lock
+            # (not yet taken if no array argument came before the refused one, while the
+            # proving boundary's frozen arrays wait to be thawed).
+            if self.locked:
+                self.frozen.thaw_held()
+            else:
+                self.frozen.thaw()
             raise
         finally:
             if self.locked:
