@@ -653,7 +653,7 @@ def _owner(a: np.ndarray) -> Any:
 
 def input_gradient(leaf: Any, node: Node, bk: BackwardPass) -> Any:
     cot = bk.cots.get(node)
-    if type(cot) is np.ndarray and cot.dtype is node.dtype and cot.shape:
+    if type(cot) is np.ndarray and cot.dtype is node.dtype and cot.ndim:
         # The common case: a dense cotangent of an array argument. One the
         # sweep allocated is handed over; any other (a pullback's g, a
         # broadcast view) may be shared, so the caller gets a copy.
