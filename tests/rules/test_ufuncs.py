@@ -214,8 +214,8 @@ def test_power_with_constant_exponents(x):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_square_vjp_doubles_as_numpy_does(dtype):
     """x ** 2's vjp doubles g * x by a float64 0-d array where numpy would convert the Python 2
-    to one: the same bits, subnormal, infinite and nan products included, and the same
-    overflow, reported by the same ufunc (for an array base and a float64 scalar one)."""
+    to one: the same bits, subnormal, infinite and nan products included (for an array base
+    and a float64 scalar one), and the same overflow, reported by the same ufunc."""
     from mutagrad.rules.ufuncs import _power_base_vjp
 
     values = np.array([1.5, -0.0, 5e-324, 3e-310, 1e308, -np.inf, np.nan])
@@ -229,8 +229,8 @@ def test_square_vjp_doubles_as_numpy_does(dtype):
             got = _power_base_vjp(g, None, x, 2)
         assert type(got) is np.ndarray and got.dtype == expected.dtype
         assert got.tobytes() == expected.tobytes()
-        with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in multiply"):
-            _power_base_vjp(np.full(3, 1e308), None, np.ones(3, dtype), 2)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in multiply"):
+        _power_base_vjp(np.full(3, 1e308), None, np.ones(3, dtype), 2)
 
 
 @given(x=arrays(ANY, hnp.array_shapes(min_dims=1, max_dims=1, max_side=4)))
