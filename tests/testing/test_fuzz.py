@@ -262,6 +262,23 @@ def test_a_forward_pass_that_overflows_is_discarded_not_judged():
     assert outcomes(judged) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
 
 
+def test_a_forward_pass_that_divides_by_zero_is_discarded_not_judged():
+    # Found by the 30,000-program run of seed 60221: round(1.5 * x) makes 2.5 + t3 zero,
+    # divide.reduceat divides by it, tanh(inf) = 1 keeps the value and the finite
+    # differences finite, and forward mode's tangent through the division is nan.
+    source = (
+        "def f(x):\n"
+        "    t = np.divide.reduceat(2.5 + np.round(1.5 * x, 1), [0, 2], axis=0)\n"
+        "    return np.sum(np.tanh(x)) + np.sum(np.tanh(t))"
+    )
+    dividing = judge(program(source, [1.2, -1.6666667, 0.4]))
+    assert dividing.discarded == "the forward pass divides by zero (an intermediate is inf)"
+    assert dividing.results == ()
+    judged = judge(program(source, [1.2, -1.2, 0.4]))
+    assert judged.discarded is None
+    assert outcomes(judged) == dict.fromkeys(fuzz.MODES, Outcome.RIGHT)
+
+
 def test_a_gradient_that_is_rounding_noise_is_discarded_not_wrong():
     # Found by the 100,000-program run of seed 4242: |exp(1j * t)| does not change with
     # t, but at t ~ 1e29 its computed derivative is a rounding error that dt/dx ~ 1e30

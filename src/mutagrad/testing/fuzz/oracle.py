@@ -157,10 +157,11 @@ def _reference(program: Program) -> _Reference | str:
         with _quiet():
             inputs = program.fresh_inputs()
             f, args = program.build(inputs)
-            # A forward pass that overflows computes from inf: tanh(inf) = 1 hides it
-            # from the value and the finite differences, while every reverse-mode AD
-            # system's chain rule meets 0 * inf = nan. No derivative can be judged there.
-            with np.errstate(over="raise"):
+            # A forward pass that overflows, or divides by zero, computes from inf:
+            # tanh(inf) = 1 hides it from the value and the finite differences, while
+            # every AD system's chain rule meets 0 * inf = nan. No derivative can be
+            # judged there.
+            with np.errstate(over="raise", divide="raise"):
                 value = _as_float(f(*args))
             estimates = tuple(
                 [
@@ -171,7 +172,9 @@ def _reference(program: Program) -> _Reference | str:
                 ]
                 for step in tolerance.steps
             )
-    except FloatingPointError:
+    except FloatingPointError as error:
+        if "divide by zero" in str(error):
+            return "the forward pass divides by zero (an intermediate is inf)"
         return "the forward pass overflows (an intermediate is inf)"
     except Exception as error:
         return f"numpy raised {type(error).__name__}: {_first_line(error)}"
