@@ -173,3 +173,42 @@ def test_the_minimal_tape_of_benchmarks_floor_computes_the_true_gradient():
     for got, want in zip(floor.minimal_gradient(y, yh), floor.by_hand(y, yh)):
         np.testing.assert_allclose(got, want, rtol=1e-12)
     assert floor.by_hand(y, yh)[0][0] == pytest.approx(2 * (y[0] - yh[0]) / 30)
+
+
+def test_the_checked_tape_of_benchmarks_floor_is_right_and_its_checks_fire():
+    # The checked tape is the minimal tape plus the cheapest form of each check mutagrad
+    # makes; it bounds what the checks cost only if it computes the gradient and checks.
+    from benchmarks import floor
+
+    rng = np.random.default_rng(4)
+    y, yh = rng.random(30), rng.random(30)
+    readonly = rng.random(30)
+    readonly.setflags(write=False)
+    for got, want in zip(floor.checked_gradient(y, readonly), floor.by_hand(y, readonly)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert y.flags.writeable and not readonly.flags.writeable  # the flags given back
+
+    view = y[:]  # made before the call: still writeable while the call runs
+    original = floor._Checked.__sub__
+
+    def writing_sub(self, other):
+        view[0] += 1.0
+        return original(self, other)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(floor._Checked, "__sub__", writing_sub)
+        with pytest.raises(RuntimeError, match="written through a view"):
+            floor.checked_gradient(y, yh)
+    assert y.flags.writeable
+
+    original_pow = floor._Checked.__pow__
+
+    def pow_then_write(self, p):
+        out = original_pow(self, p)
+        self.version += 1  # what a write to the saved operand does to its version
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(floor._Checked, "__pow__", pow_then_write)
+        with pytest.raises(RuntimeError, match="overwritten"):
+            floor.checked_gradient(y, yh)
