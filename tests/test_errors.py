@@ -22,6 +22,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -467,6 +468,18 @@ def list_of_views_of_the_array_copied_into():
     def f(x):
         y = (x * 1.0).reshape(2, 2)
         y.fill([y[1], y[0]])  # (a write whose order for a list mutagrad does not know)
+        return np.sum(y)
+
+    mutagrad.gradient(f, X)
+
+
+@trigger
+def rows_shuffled_by_numpys_c_code():
+    def f(x):
+        y = (x * 1.0).reshape(2, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # numpy's: "not a Sequence"
+            np.random.default_rng(0).shuffle(y)  # (it swaps the rows, views, as a list's)
         return np.sum(y)
 
     mutagrad.gradient(f, X)

@@ -6,7 +6,8 @@ thread, a container or a builtin. The classes here: type questions about
 arrays and elements, ndarray subclasses, threads, argument containers and
 leaves that cannot be differentiated, Python builtins on elements (round,
 math.floor, hash, pickle, format), unbound ndarray methods, writes to a
-frozen caller's array, and integer buffers. Every case is checked against
+frozen caller's array, C code that takes a traced array for a Python sequence (numpy's
+shuffle), and integer buffers. Every case is checked against
 numpy's value and central finite differences in every mode.
 """
 
@@ -580,6 +581,137 @@ def test_writing_the_base_of_a_view_argument_names_the_argument_and_the_fix():
     assert "a view of an array of shape (6,)" in str(info.value)
     assert "Fixes:" in str(info.value) and __file__ in str(info.value)
     assert big.flags.writeable and big[2] == 2.0
+
+
+# -- C code that takes a traced array for a Python sequence -----------------------------------
+#
+# numpy's shuffle checks for an ndarray in C, which a traced array is not, and swaps the rows
+# of anything else as Python would, `x[i], x[j] = x[j], x[i]`: rows that are views come out
+# duplicated, where an ndarray's are swapped through a buffer. Row shuffles are refused; a 1-D
+# shuffle (its elements are scalars, not views) and writes spelled in Python are numpy's.
+
+ROWS_WEIGHTS = np.arange(1.0, 13.0) ** 2
+
+
+def shuffled_rows(shuffle, shape=(6, 2)):
+    def f(x):
+        y = x.reshape(shape) * 1.0
+        shuffle(y)
+        return np.sum(y.reshape(-1) * ROWS_WEIGHTS)
+
+    return f
+
+
+def _seeded_global_shuffle(y):
+    np.random.seed(3)
+    np.random.shuffle(y)
+
+
+ROW_SHUFFLES = {
+    "Generator": lambda y: np.random.default_rng(3).shuffle(y),
+    "RandomState": lambda y: np.random.RandomState(3).shuffle(y),
+    "np.random.shuffle": _seeded_global_shuffle,
+}
+
+
+@pytest.mark.parametrize("shape", [(6, 2), (3, 2, 2), (12, 1)])
+@pytest.mark.parametrize("name", ROW_SHUFFLES)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_shuffle_of_rows_is_refused_naming_the_line_and_the_fix(name, shape, mode):
+    f = shuffled_rows(ROW_SHUFFLES[name], shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # numpy's own: "not a subclass of Sequence"
+        with pytest.raises(mutagrad.NotDifferentiableError, match="rows are views") as info:
+            mutagrad.withgradient(f, np.arange(1.0, 13.0), mode=mode)
+    where, source = str(info.value).splitlines()[1:3]  # the user's line: file:line, its code
+    assert where.strip().startswith(f"{__file__}:") and "shuffle(y)" in source
+    assert "permutation(len(y))" in str(info.value) and "does not promise" in str(info.value)
+
+
+def test_a_shuffle_of_rows_is_refused_outside_a_gradient_call_too():
+    y = mutagrad.array(np.arange(12.0).reshape(6, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(mutagrad.NotDifferentiableError, match="rows are views"):
+            np.random.default_rng(3).shuffle(y)
+
+
+@pytest.mark.parametrize("make", [np.random.default_rng, np.random.RandomState])
+@pytest.mark.parametrize("mode", ("poison", "snapshot"))
+def test_the_suggested_permutation_gives_numpys_shuffle(make, mode):
+    def permuted(x):
+        y = x.reshape(6, 2) * 1.0
+        y[...] = y[make(3).permutation(len(y))]
+        return np.sum(y.reshape(-1) * ROWS_WEIGHTS)
+
+    def shuffled(x):
+        y = x.reshape(6, 2) * 1.0
+        make(3).shuffle(y)
+        return np.sum(y.reshape(-1) * ROWS_WEIGHTS)
+
+    x = np.arange(1.0, 13.0)
+    assert mutagrad.withgradient(permuted, x, mode=mode).val == shuffled(x.copy())
+    check_gradient(permuted, x, mode=mode)
+
+
+@pytest.mark.parametrize(
+    "shuffle",
+    [
+        lambda y: np.random.default_rng(3).shuffle(y.reshape(-1)),
+        lambda y: np.random.RandomState(3).shuffle(y.reshape(-1)),
+        lambda y: np.random.default_rng(3).shuffle(y[:, 1]),  # a strided 1-D view
+    ],
+)
+@pytest.mark.parametrize("mode", ("poison", "snapshot"))
+def test_a_one_d_shuffle_is_numpys(shuffle, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        same_as_numpy(shuffled_rows(shuffle), np.arange(1.0, 13.0), mode=mode)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda y: y.__setitem__(0, y[1]),
+        lambda y: operator.setitem(y, slice(1, None), y[:-1]),
+    ],
+)
+def test_rows_written_by_a_call_spelled_in_python_are_numpys(write):
+    same_as_numpy(shuffled_rows(write), np.arange(1.0, 13.0))
+
+
+@pytest.mark.parametrize(
+    "write, called",
+    [
+        (lambda y: list(map(y.__setitem__, [0], [y[1]])), "list()"),
+        # (the call is read by the name it is spelled with: setitem behind a partial is not)
+        (lambda y: functools.partial(operator.setitem, y)(0, y[1]), "partial(operator.setitem"),
+    ],
+)
+def test_c_code_storing_a_view_of_the_array_written_is_refused(write, called):
+    f = shuffled_rows(write)
+    with pytest.raises(mutagrad.NotDifferentiableError, match="C code run by") as info:
+        mutagrad.gradient(f, np.arange(1.0, 13.0))
+    assert called in str(info.value).splitlines()[0]
+    assert f"{__file__}:" in str(info.value) and "fancy index" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda y: np.random.default_rng(3).permutation(y),
+        lambda y: np.random.RandomState(3).permutation(y),
+        lambda y: np.random.default_rng(3).permuted(y, axis=0),
+        lambda y: np.random.default_rng(3).choice(y, 3),
+        lambda y: np.random.RandomState(3).choice(y[:, 0], 3),
+    ],
+)
+def test_numpys_random_functions_that_read_an_array_refuse_a_traced_one(call):
+    def f(x):
+        return np.sum(call(x.reshape(6, 2) * 1.0))
+
+    with pytest.raises(mutagrad.TracerConversionError, match=r"np\.asarray"):
+        mutagrad.gradient(f, np.arange(1.0, 13.0))
 
 
 # -- integer buffers: one rule ---------------------------------------------------------------

@@ -7,6 +7,7 @@ it.
 
 from __future__ import annotations
 
+import ast
 import re
 import threading
 from typing import Any
@@ -17,6 +18,7 @@ from mutagrad.diagnostics.conversions import describe_conversion
 from mutagrad.diagnostics.sites import (
     Site,
     describe_site,
+    expression_at,
     format_site,
     user_site,
     with_article,
@@ -230,6 +232,43 @@ def subclass_message(kind: type, what: str) -> str:
         "matrix power, ...), and mutagrad has rules for plain arrays only: differentiating it "
         "as one would give numpy's values for a different program, so mutagrad refuses.\n"
         + _fix_list(fixes)
+    )
+
+
+def view_stored_by_c_code_message(call_site: Site, site: Site | None) -> str:
+    """C code (the call at ``call_site``) stored into a traced array a view of that array
+    through ``__setitem__``: numpy's shuffle taking a traced array for a Python sequence.
+    ``site`` is the user's line, where the message points."""
+    call = expression_at(call_site)
+    func = call.func if isinstance(call, ast.Call) else None
+    called = f"{ast.unparse(func)}()" if func is not None else "a call"
+    if isinstance(func, ast.Attribute) and func.attr == "shuffle":
+        assert isinstance(call, ast.Call)
+        y = ast.unparse(call.args[0]) if call.args else "y"
+        permutation = f"{ast.unparse(func.value)}.permutation(len({y}))"
+        return (
+            f"{called} met a traced array whose rows are views, at\n{format_site(site)}\n"
+            "numpy's shuffle checks for an ndarray in C, where a traced array is not one, and "
+            f"treats it as a Python sequence: it swaps two rows as `{y}[i], {y}[j] = {y}[j], "
+            f"{y}[i]` does, and as the rows are views, the second store copies back the row "
+            "the first has just overwritten, so rows come out duplicated. On an ndarray numpy "
+            "swaps the rows through a buffer. mutagrad refuses rather than compute another "
+            "result than numpy's. (A 1-D array shuffles as it is: its elements are not views.)\n"
+            f"Fix: {y} = {y}[{permutation}] (or {y}[...] = ..., to shuffle in place), which "
+            "is differentiated; from the same generator state it draws the permutation the "
+            "shuffle would (numpy 2.2 to 2.5 draw the same swaps for both; numpy does not "
+            "promise it)."
+        )
+    return (
+        f"C code run by {called} stored into a traced array a view of that same array, at\n"
+        f"{format_site(site)}\n"
+        "C code that checks for an ndarray in C does not see one in a traced array and falls "
+        "back to Python's sequence protocol (a[i] = a[j]); a view it read may change under it "
+        "before it stores it, where for an ndarray it would take another path (numpy's "
+        "shuffle swaps rows through a buffer). mutagrad refuses rather than risk another "
+        "result than numpy's.\n"
+        "Fix: write the rows in Python, `a[i] = a[j]` statements or one fancy index "
+        "`a = a[order]`, which mutagrad follows as numpy does."
     )
 
 

@@ -9,7 +9,8 @@ the code's line table, so that waits until a message needs it);
 :func:`site_line` gives the line, :func:`describe_site` ``file:line`` and
 :func:`source_line` the source text; :func:`expression_at` parses the
 expression a site records, for the modules that read the user's code
-(:mod:`~mutagrad.diagnostics.rewrites`, :mod:`~mutagrad.diagnostics.conversions`).
+(:mod:`~mutagrad.diagnostics.rewrites`, :mod:`~mutagrad.diagnostics.conversions`),
+and :func:`writes_by_setitem_call` says whether it is a write spelled as a call.
 """
 
 from __future__ import annotations
@@ -250,6 +251,27 @@ def expression_at(site: Site | None) -> ast.expr | None:
         return ast.parse(text[start:end].decode().strip(), mode="eval").body
     except (SyntaxError, UnicodeDecodeError):
         return None
+
+
+_SETITEM_CALLS: dict[Site, bool] = {}
+
+
+def writes_by_setitem_call(site: Site) -> bool:
+    """Whether the expression at ``site`` is a write the user spelled as a call:
+    ``a.__setitem__(i, v)`` or ``operator.setitem(a, i, v)``. Read by the name the call
+    is spelled with (``setitem`` or ``__setitem__``: one behind ``functools.partial``
+    is not seen); where the expression cannot be read, no."""
+    known = _SETITEM_CALLS.get(site)
+    if known is None:
+        expression = expression_at(site)
+        func = expression.func if isinstance(expression, ast.Call) else None
+        name = (
+            func.attr if isinstance(func, ast.Attribute)
+            else func.id if isinstance(func, ast.Name)
+            else None
+        )  # fmt: skip
+        known = _SETITEM_CALLS[site] = name in ("setitem", "__setitem__")
+    return known
 
 
 def is_user_frame(frame: FrameType) -> bool:

@@ -21,6 +21,7 @@ that is the "easy case" the design exists for.
 from __future__ import annotations
 
 from collections.abc import Callable
+from sys import _getframe
 from threading import get_ident
 from typing import Any, cast
 
@@ -49,8 +50,19 @@ from mutagrad.core.regions import (
     is_imaginary_part,
 )
 from mutagrad.core.registry import NONDIFFERENTIABLE, UFUNC_RULES, rule_found_on_miss
-from mutagrad.diagnostics.messages import conversion_message, missing_rule_message
-from mutagrad.diagnostics.sites import Site, format_site, user_site, with_article
+from mutagrad.diagnostics.messages import (
+    conversion_message,
+    missing_rule_message,
+    view_stored_by_c_code_message,
+)
+from mutagrad.diagnostics.sites import (
+    Site,
+    format_site,
+    user_site,
+    user_site_from,
+    with_article,
+    writes_by_setitem_call,
+)
 from mutagrad.errors import (
     FrozenBufferError,
     MissingRuleError,
@@ -577,7 +589,59 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
             w._raw[index] = value
             base._version += 1
             return
+    if type(value) is WrappedArray and value._base is not None:
+        _refuse_view_stored_by_c_code(w, value)
     assign(w, index, value, "__setitem__")
+
+
+def _subscript_store_opcodes() -> frozenset[int]:
+    """The opcodes of the statements that store into a subscript (``a[i] = v``, and from
+    Python 3.12 ``a[i:j] = v``), as the frame calling ``__setitem__`` executes them:
+    measured on a probe rather than named, as the instruction set changes between versions."""
+    seen = set()
+
+    class Probe:
+        def __getitem__(self, key: Any) -> int:
+            return 0
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            frame = _getframe(1)
+            seen.add(frame.f_code.co_code[frame.f_lasti])
+
+    probe = Probe()
+    probe[0] = 0
+    probe[0:1] = 0
+    probe[0] += 1
+    probe[0], probe[1] = 0, 0
+    return frozenset(seen)
+
+
+SUBSCRIPT_STORES = _subscript_store_opcodes()
+
+
+def _refuse_view_stored_by_c_code(w: WrappedArray, value: WrappedArray) -> None:
+    """Refuse ``w[k] = value`` by C code, ``value`` a view sharing ``w``'s memory.
+
+    C code that checks for an ndarray in C (numpy's ``shuffle``) does not see
+    one in a WrappedArray and falls back to Python's sequence protocol: its
+    ``x[i], x[j] = x[j], x[i]`` swaps rows through views, so the second store
+    copies back the row the first overwrote, where for an ndarray it swaps
+    through a buffer. No Python frame stands between such a write and the
+    frame that made the call, which is executing that call, not a subscript
+    store. Writes spelled in Python (``a[i] = a[j]``, ``a.__setitem__(i, v)``,
+    ``operator.setitem``, numpy's Python code) are numpy's and pass; so do
+    1-D shuffles, whose elements are traced scalars, not views.
+    """
+    base = w._base if w._base is not None else w
+    if value._base is not base:
+        return
+    caller = _getframe(2)  # (the frame whose instruction stored: setitem's caller)
+    if caller.f_code.co_code[caller.f_lasti] in SUBSCRIPT_STORES:
+        return
+    call_site = (caller.f_code, caller.f_lasti)
+    if writes_by_setitem_call(call_site) or not overlaps(value._raw, w._raw):
+        return
+    raise NotDifferentiableError(view_stored_by_c_code_message(call_site, user_site_from(caller)))
 
 
 # Values a write stores as they are (neither a WrappedValue nor a list).
