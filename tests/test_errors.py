@@ -338,6 +338,21 @@ def bytes_of_a_traced_array():
 
 
 @trigger
+def bytearray_of_an_array():
+    bytearray(mutagrad.array([1, 2, 3]))  # Python would iterate it: 3 bytes for numpy's 24
+
+
+@trigger
+def bytes_concatenated_with_a_traced_scalar():
+    mutagrad.gradient(lambda x: len(b"ab" + x[0]) * x[0], X)
+
+
+@trigger
+def bytes_of_a_0d_integer_array():
+    bytes(mutagrad.array(3))  # a size to bytes(), memory to int.from_bytes()
+
+
+@trigger
 def ufunc_into_a_raw_array():
     def f(x):
         out = np.zeros(4)

@@ -547,6 +547,117 @@ def test_pickling_a_traced_value_is_refused_and_a_constant_round_trips():
     assert type(scalar) is mutagrad.WrappedScalar and scalar == X[2]
 
 
+# -- bytes: Python's consumers of the buffer protocol ------------------------------------------
+
+
+def bytes_of_an_integer_intermediate(x):
+    b = bytes(np.argsort(x))  # numpy: the int64 indices' 24 bytes, not one per element
+    return np.sum(x) * len(b) + int.from_bytes(np.argsort(x)[:1], "little") * x[0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bytes_of_an_integer_array_inside_a_call_are_its_memory(mode):
+    x = np.array([3.0, 1.0, 2.0])
+    g = same_as_numpy(bytes_of_an_integer_intermediate, x, mode=mode)[0]
+    np.testing.assert_allclose(g, [25.0, 24.0, 24.0])  # len(b) = 24; argsort's first index 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array([1, 2, 3]),
+        np.arange(6.0).reshape(2, 3).T,
+        np.array([True, False]),
+        np.array(2.5),
+        np.array([1, 2], np.uint8),
+    ],
+    ids=["int64", "float-transposed", "bool", "float-0d", "uint8"],
+)
+def test_bytes_and_int_from_bytes_of_a_constant_read_its_memory_as_numpy(value):
+    def both(a):
+        return bytes(a), int.from_bytes(a, "little"), b"%b" % a
+
+    expected = both(value.copy())
+    assert both(mutagrad.array(value)) == expected
+
+    def f(x):
+        assert both(mutagrad.array(value)) == expected  # a constant inside the call
+        return np.sum(x)
+
+    mutagrad.gradient(f, X)
+
+
+@pytest.mark.parametrize("convert", [bytes, lambda y: int.from_bytes(y, "little")],
+                         ids=["bytes", "int.from_bytes"])  # fmt: skip
+def test_bytes_of_a_traced_value_are_refused_as_tobytes_is(convert):
+    def f(x):
+        convert(x * 2.0)
+        return np.sum(x)
+
+    with pytest.raises(mutagrad.TracerConversionError, match="carry no gradient") as info:
+        mutagrad.gradient(f, X)
+    assert __file__ in str(info.value) and "(mutagrad.ignore_derivatives(" in str(info.value)
+
+
+def test_bytes_of_a_0d_integer_array_is_refused_naming_both_readings():
+    # numpy answers bytes(np.array(3)) with 3 zero bytes (a size) and int.from_bytes with
+    # its memory; a WrappedArray is asked the same question by both.
+    for convert in (bytes, lambda y: int.from_bytes(y, "little")):
+        with pytest.raises(mutagrad.UnsupportedAttributeError, match="0-d integer") as info:
+            convert(mutagrad.array(3))
+        assert __file__ in str(info.value) and "bytes(int(x))" in str(info.value)
+    # a traced integer element is numpy's scalar: bytes() reads it as a size, as numpy does
+    mutagrad.gradient(lambda x: x[0] * len(bytes(np.argmax(x))), X)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bytes_concatenated_with_an_element_are_its_memory_or_refused(mode):
+    constant = np.array([1.5, 2.0])
+
+    def f(x):  # numpy: the element's 8 bytes, read through its buffer
+        return x[0] * len(b"ab" + mutagrad.array(constant)[1] + bytearray(b"c"))
+
+    same_as_numpy(f, X, mode=mode)
+    with pytest.raises(mutagrad.TracerConversionError, match="bytes concatenation") as info:
+        mutagrad.gradient(lambda x: x[0] * len(b"ab" + x[1]), X, mode=mode)
+    assert __file__ in str(info.value)
+    with pytest.raises(mutagrad.TracerConversionError, match="bytes concatenation"):
+        mutagrad.jvp(lambda x: x[0] * len(b"ab" + x[1]), (X,), (X,))
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["constant", "in-a-call"])
+@pytest.mark.parametrize("value", [np.array([1, 2, 3]), np.array([1.5, 2.0]), np.array(2.5)],
+                         ids=["int", "float", "float-0d"])  # fmt: skip
+def test_bytearray_of_an_array_is_refused_by_name_rather_than_iterated(value, inside):
+    # numpy copies the buffer (24 bytes for three int64); without one, Python would
+    # iterate the elements (3 bytes) or raise an unclear TypeError.
+    def f(x):
+        y = mutagrad.array(value)
+        if inside and value.dtype.kind == "f":
+            y = mnp.zeros(value.shape)
+            y[...] = value + 0.0 * x[0]  # traced (a 0-d one too)
+        with pytest.raises(mutagrad.UnsupportedAttributeError, match="bytearray") as info:
+            bytearray(y)
+        assert __file__ in str(info.value) and "bytearray(x.tobytes())" in str(info.value)
+        return np.sum(x)
+
+    if inside:
+        mutagrad.gradient(f, X)
+    else:
+        f(X)
+
+
+def test_iteration_and_sizes_after_a_refused_index_still_answer_as_numpy():
+    w = mutagrad.array([1, 2, 3])
+    assert bytearray(mutagrad.array(3)) == bytearray(np.array(3))  # a 0-d integer: a size
+    assert bytes(iter(w)) == bytes(iter(np.array([1, 2, 3]))) == b"\x01\x02\x03"
+    for _ in range(2):  # the same instructions, after a refused index each time
+        with pytest.raises(TypeError):
+            operator.index(w)
+        assert list(w) == [1, 2, 3] and [int(v) for v in w] == [1, 2, 3]
+    assert np.array_equal(np.zeros(w[:2]), np.zeros((1, 2)))
+
+
 # -- unbound methods and frozen caller arrays ---------------------------------------------------
 
 

@@ -445,6 +445,17 @@ def _python_call_construct(call: _ConvertingCall, operation: str) -> tuple[str, 
             f"keep `{owner}` an array (index it, `{owner}[i]`, instead of converting)",
             f"if only its values are needed, mutagrad.ignore_derivatives({owner}).{name}()",
         ]
+    if operation in ("bytes()", "x.tobytes()"):  # bytes(x), int.from_bytes(x), x.tobytes()
+        if isinstance(call.func, ast.Attribute) and name == "tobytes":
+            owner = ast.unparse(call.func.value)
+            shown, ignored = f"{owner}.tobytes()", f"mutagrad.ignore_derivatives({owner}).tobytes()"
+        else:
+            shown, ignored = f"{called}({argument})", call.ignored
+        return f"{shown}, the bytes of a traced value (bytes carry no gradient)", [
+            "compute what the bytes are for from the array itself: numpy functions keep the "
+            "gradient",
+            f"if no gradient should flow through them (a hash, a cache key, a file), {ignored}",
+        ]
     return f"{called}(), which converts the traced value it gets to a raw array ({operation})", [
         f"give {called} a derivative rule: mutagrad.defvjp or @mutagrad.rrule "
         "(on a function decorated with @mutagrad.primitive)",

@@ -348,6 +348,29 @@ def writable_memory_reason(attribute: str) -> str:
     )
 
 
+def iterated_for_bytes_refused() -> UnsupportedAttributeError:
+    """``bytearray(x)``: Python falls back to iterating x, which has no buffer to copy."""
+    return refused(
+        "bytearray(x)",
+        "bytearray copies an ndarray's memory through the buffer protocol, which a "
+        "WrappedArray does not offer; without it Python iterates the elements, a different "
+        "result (3 bytes for an int64 array of 3, where numpy gives 24)",
+        "bytearray(x.tobytes()) (for a value carrying a gradient, whose bytes carry none: "
+        "bytearray(mutagrad.ignore_derivatives(x).tobytes()))",
+    )
+
+
+def integer_bytes_refused() -> UnsupportedAttributeError:
+    """``bytes(x)`` of a 0-d integer array: a size to bytes(), memory to int.from_bytes."""
+    return refused(
+        "bytes(x) of a 0-d integer array",
+        "bytes() reads an integer as a size (numpy's bytes(np.array(3)) is 3 zero bytes) "
+        "while int.from_bytes(x) and b'%b' % x read its memory, and both ask the array the "
+        "same question (__bytes__), so mutagrad cannot tell which answer is wanted",
+        "bytes(int(x)) for that many zero bytes, x.tobytes() for the array's memory",
+    )
+
+
 def attribute_refused(attribute: str, instead: str) -> UnsupportedAttributeError:
     """Setting an attribute that changes how an array's memory is read (dtype, strides...)."""
     return refused(

@@ -46,6 +46,7 @@ from mutagrad.core.registry import (
 )
 from mutagrad.diagnostics.messages import (
     PLAIN_SUBCLASSES,
+    conversion_message,
     function_name,
     missing_rule_message,
     subclass_message,
@@ -130,8 +131,13 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
         return wrap_constant(result, (a, b), (ra, rb))
     # (truncates' first test, spelled out: a float64 scalar or float array never truncates)
     floating = kind is float64 or (kind is ndarray and result.dtype.kind == "f")
-    if not floating and truncates(result, (ra, rb), (na, nb)):
-        return wrap_constant(result, (a, b), (ra, rb))
+    if not floating:
+        if kind is bytes:
+            # b"ab" + v: Python's concatenation read the traced scalar's memory (its
+            # buffer), as bytes(v) would (refused: bytes carry no gradient).
+            raise TracerConversionError(conversion_message("bytes concatenation"))
+        if truncates(result, (ra, rb), (na, nb)):
+            return wrap_constant(result, (a, b), (ra, rb))
     rule = UFUNC_RULES.get(ufunc)
     if type(rule) is not VjpRule:
         if rule is not None:

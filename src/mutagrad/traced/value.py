@@ -33,6 +33,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import threading
 from sys import _getframe
 from types import FrameType, GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
@@ -65,7 +66,9 @@ from mutagrad.diagnostics.messages import (
     conversion_message,
     forwarddiff_closure_message,
     hash_message,
+    integer_bytes_refused,
     integer_store_message,
+    iterated_for_bytes_refused,
     pickle_message,
     refused,
     subclass_message,
@@ -596,7 +599,7 @@ class WrappedArray(WrappedValue):
     """A numpy array with a version number: mutagrad's traced ``ndarray``.
 
     ``version`` grows by one on every in-place write to the array or any view
-    of it. Indexing, ``len``, iteration and the in-place methods live here.
+    of it. Indexing, ``len``, iteration, ``bytes()`` and the in-place methods live here.
     """
 
     __slots__ = ()
@@ -610,11 +613,28 @@ class WrappedArray(WrappedValue):
     def __len__(self) -> int:
         return len(self._raw)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
+        if _REFUSED_INDEX.asked is not None:
+            _refuse_iteration_for_bytes(self, _getframe(1))
         if self._raw.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        for i in range(len(self._raw)):
-            yield self[i]
+        return (self[i] for i in range(len(self._raw)))
+
+    def __index__(self) -> int:
+        try:
+            return operator.index(self._raw)
+        except TypeError:
+            # Not an integer: bytearray(x) goes on to iterate x (see _REFUSED_INDEX).
+            caller = _getframe(1)
+            _REFUSED_INDEX.asked = (id(self), id(caller), caller.f_lasti)
+            raise
+
+    def __bytes__(self) -> bytes:
+        """bytes(x), int.from_bytes(x), b"%b" % x: the array's memory, as numpy's buffer
+        gives it (``x.tobytes()``, and refused for a traced value as that is)."""
+        if self._raw.ndim == 0 and self._raw.dtype.kind in "iu":
+            raise integer_bytes_refused()
+        return exported(self, "bytes()").tobytes()
 
     if TYPE_CHECKING:  # bound by mutagrad.traced (indexing, mutation, methods)
 
@@ -891,6 +911,35 @@ def exported(w: WrappedValue, operation: str) -> Any:
     if is_active(w):
         raise TracerConversionError(conversion_message(operation))
     return engine.read_only(w._raw)
+
+
+class _RefusedIndex(threading.local):
+    """The last WrappedArray that refused to be an integer, and where (per thread).
+
+    ``bytearray(x)`` tries x as a size (``__index__``), then its buffer, then iterates
+    it. A WrappedArray has no buffer (a Python class gets one only from ``__buffer__``,
+    Python 3.12+, which numpy would consult before ``__array__`` for every conversion),
+    so the iteration would give a byte per element where numpy copies the memory. The
+    fallback is recognised by its sequence: within one call of the user's (the same
+    frame and instruction), the array refuses ``__index__`` and then is iterated.
+    ``bytes(x)`` asks ``__bytes__`` first and never gets there; Python code asks the
+    two in different instructions. What else matches (a C function trying an integer,
+    then iterating; one instruction run twice, as ``for g in (operator.index, list):
+    g(x)``) is refused too: an error, never a different number.
+    """
+
+    asked: tuple[int, int, int] | None = None
+
+
+_REFUSED_INDEX = _RefusedIndex()
+
+
+def _refuse_iteration_for_bytes(w: WrappedArray, caller: FrameType) -> None:
+    """Refuse iterating ``w`` if the same call of the user's just asked it for an integer."""
+    asked = _REFUSED_INDEX.asked
+    _REFUSED_INDEX.asked = None
+    if asked == (id(w), id(caller), caller.f_lasti):
+        raise iterated_for_bytes_refused()
 
 
 def _same_layout(w: WrappedValue, dtype: Any, offset: int) -> bool:
