@@ -222,6 +222,112 @@ def test_poison_message_names_both_sites_versions_and_fixes():
     assert 'mode="snapshot"' in message and "copy" in message
 
 
+# Writes in a helper the traced function calls: the site of each must be the helper's
+# line (the innermost user frame), which the write paths find by starting their walk at
+# the frame that asked for the write (setitem's and the in-place operator's caller).
+def element_write(out, v):
+    out[0] = v[1]  # <- the write
+
+
+def slice_write(out, v):
+    out[1:] = v[1:]  # <- the write
+
+
+def method_setitem(out, v):
+    out.__setitem__(0, v[1])  # <- the write
+
+
+def copyto_write(out, v):
+    np.copyto(out, v)  # <- the write
+
+
+def augmented_write(out, v):
+    out += v  # <- the write
+
+
+def view_augmented_write(out, v):
+    tail = out[1:]
+    tail += v[1:]  # <- the write
+
+
+def ufunc_out_write(out, v):
+    np.multiply(out, v, out=out)  # <- the write
+
+
+def fill_write(out, v):
+    out.fill(v[1])  # <- the write
+
+
+WRITES_IN_HELPERS = [element_write, slice_write, method_setitem, copyto_write,
+                     augmented_write, view_augmented_write, ufunc_out_write,
+                     fill_write]  # fmt: skip
+
+
+def write_line(helper):
+    """``file:line (in helper)`` of the marked line in ``helper``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(helper)
+    (offset,) = [k for k, text in enumerate(lines) if "# <- the write" in text]
+    return f"{__file__}:{first + offset} (in {helper.__name__})"
+
+
+@pytest.mark.parametrize("helper", WRITES_IN_HELPERS, ids=lambda h: h.__name__)
+def test_a_poisoned_capture_names_the_write_in_the_helper(helper):
+    def f(x):
+        y = x * 1.0
+        s = y * y  # saves y
+        helper(y, x)  # not this line: the write is in the helper
+        return np.sum(s)
+
+    with pytest.raises(mutagrad.PoisonedCaptureError) as info:
+        mutagrad.gradient(f, np.array([0.5, 1.5, 2.5]))
+    overwritten = str(info.value).split("overwritten by", 1)[1]
+    assert write_line(helper) in overwritten.split("\n")[1]
+
+
+@pytest.mark.parametrize("helper", WRITES_IN_HELPERS, ids=lambda h: h.__name__)
+def test_the_nodes_a_write_records_name_the_write_in_the_helper(helper):
+    def f(x):
+        y = x * 1.0
+        helper(y, x)  # not this line: the write is in the helper
+        return np.sum(y)
+
+    explanation = mutagrad.explain(f, np.array([0.5, 1.5, 2.5]), file=None)
+    written = [op for op in explanation.operations if op.writes or op.name.startswith("write")]
+    assert written, "the write recorded nothing"
+    assert {op.site for op in written} == {write_line(helper)}
+
+
+@pytest.mark.parametrize("helper", WRITES_IN_HELPERS, ids=lambda h: h.__name__)
+def test_a_write_nothing_else_reads_finds_its_own_site_in_the_helper(helper, monkeypatch):
+    # No capture and no journal: no write record, so the nodes the write path makes
+    # (its WRITE node, or the in-place operation's) walk to their site themselves.
+    from mutagrad.diagnostics.sites import describe_site
+    from mutagrad.traced import mutation
+
+    sites = []
+
+    def recording(make):
+        def made(*args):
+            sites.append(describe_site(args[-1]))  # (the site is the last argument of both)
+            return make(*args)
+
+        return made
+
+    monkeypatch.setattr(mutation, "Node", recording(mutation.Node))  # (WRITE nodes only)
+    monkeypatch.setattr(mutation, "record", recording(mutation.record))
+
+    def f(x):
+        y = x * 1.0
+        helper(y, x)  # not this line: the write is in the helper
+        return np.sum(y)
+
+    mutagrad.gradient(f, np.array([0.5, 1.5, 2.5]))
+    assert sites, "the write recorded nothing"
+    assert set(sites) == {write_line(helper)}
+
+
 def test_a_capture_never_read_raises_nothing():
     def f(x):
         y = x * 1.0

@@ -36,7 +36,7 @@ import numpy as np
 from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core import engine
-from mutagrad.core.engine import STATE, CallRule, Node, VjpRule
+from mutagrad.core.engine import RUNNING, STATE, CallRule, Node, VjpRule
 from mutagrad.core.record import owned_value, record, record1, record2, save_output
 from mutagrad.core.registry import (
     FUNCTION_RULES,
@@ -554,7 +554,9 @@ def operator_methods() -> dict[str, Callable[..., Any]]:
         def in_place(self, other, ufunc=ufunc, pyop=pyop):
             if not isinstance(self._raw, ndarray):
                 return binary(ufunc, pyop, self, other)  # numpy scalars are immutable
-            mutation.ufunc_into(ufunc, (self, other), self, {})
+            # Frame 1 is the user's, usually: the walk to the write's site starts there
+            # (taken while a gradient call runs only, as in mutation.setitem).
+            mutation.ufunc_into(ufunc, (self, other), self, {}, _getframe(1) if RUNNING else None)
             return self
 
         for prefix, fn in (("", forward), ("r", reflected), ("i", in_place)):

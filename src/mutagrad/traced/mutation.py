@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from sys import _getframe
 from threading import get_ident
+from types import FrameType
 from typing import Any, cast
 
 import numpy as np
@@ -455,6 +456,7 @@ def commit(
     place: ndarray,
     value_node: Node | None,
     trace: Trace,
+    caller: FrameType,
     kind: int = NO_INDEX,
     index: Any = None,
     winners: Any = None,
@@ -463,9 +465,11 @@ def commit(
 ) -> None:
     """Make the base's node "old value with ``place`` replaced by ``value_node``".
 
-    ``site``: where the write is in the user's code, when the caller knows already.
-    ``element``: for a write of one element through the base itself, its index
-    (the pullback then reads and zeroes that element without a Region).
+    ``site``: where the write is in the user's code, when the caller knows already;
+    otherwise found here, if the node needs it, by the walk from ``caller``, the frame
+    that asked for the write (:func:`assign`). ``element``: for a write of one element
+    through the base itself, its index (the pullback then reads and zeroes that element
+    without a Region).
     """
     old_node = _active_node(base, trace)
     if old_node is None and value_node is None:
@@ -486,7 +490,7 @@ def commit(
         )
         data = base._raw
         if site is None:
-            site = user_site()
+            site = user_site_from(caller)
         node = Node(WRITE, (old_node, value_node), tape, tag, data, site)
         kwargs = {
             "view": place,
@@ -528,21 +532,23 @@ def _write_record(
     key: Any,
     place: ndarray,
     trace: Trace | None,
+    caller: FrameType,
     site: Site | None = None,
 ) -> WriteRecord | None:
     """What the write does, for the captures it poisons and ``explain``'s journal.
 
     None when nothing will read it: no capture on the base and no journal.
-    The record holds the user's site, which costs a walk up the stack; a
-    write that records a node finds the site itself (:func:`commit`).
+    The record holds the user's site: ``site`` when the caller knows it, else
+    the walk from ``caller`` (:func:`assign`); a write that records a node
+    takes the record's (:func:`commit`), so the walk is made once at most.
     """
     tape = trace.tape if trace is not None else None
     journal = tape.journal if tape is not None else None
     if not base._captures and journal is None:
         return None
-    record = WriteRecord(
-        base, operation, site if site is not None else user_site(), base._version + 1, key, place
-    )
+    if site is None:
+        site = user_site_from(caller)
+    record = WriteRecord(base, operation, site, base._version + 1, key, place)
     if journal is not None:
         assert tape is not None
         journal.append((len(tape.nodes), record))
@@ -591,7 +597,11 @@ def setitem(w: WrappedArray, index: Any, value: Any) -> None:
             return
     if type(value) is WrappedArray and value._base is not None:
         _refuse_view_stored_by_c_code(w, value)
-    assign(w, index, value, "__setitem__")
+    # This is WrappedArray.__setitem__ itself: frame 1 is the user's, usually, where the
+    # walk to the write's site starts (assign). Taken while a gradient call runs only: a
+    # write outside one rarely needs its site, and _getframe costs ~270 instructions
+    # (without it, assign starts the walk here: the same site, one frame further).
+    assign(w, index, value, "__setitem__", None, _getframe(1) if RUNNING else None)
 
 
 def _subscript_store_opcodes() -> frozenset[int]:
@@ -648,7 +658,10 @@ def _refuse_view_stored_by_c_code(w: WrappedArray, value: WrappedArray) -> None:
 _NUMBERS = (float, int, generic)
 
 
-def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None) -> None:
+def assign(
+    w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = None,
+    caller: FrameType | None = None,
+) -> None:  # fmt: skip
     """``w[index] = value`` (``np.copyto(w, value, where=mask)`` when ``mask`` is given).
 
     The steps, each a function below: :func:`_checked_value` (may ``w`` be
@@ -656,13 +669,20 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
     ``w``'s memory the values land), :func:`_poison` (the captures the write
     overlaps), :func:`_write` (numpy's write, the new version), then
     :func:`commit` (the write's node, inside a gradient call).
+
+    ``caller``: the frame that asked for the write (``x[i] = v``: the user's
+    own), where the walk to the user's site starts when the write's record or
+    node needs one; by default assign's caller. Never a frame outside the
+    user's: the walk goes outward from it.
     """
     trace = STATE.get()
     key, basic = indexing.normalize_index(index)
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
+    if caller is None:
+        caller = _getframe(1)
     if is_part_view(w):
-        _assign_part(w, index, value, operation, mask)
+        _assign_part(w, index, value, operation, mask, caller)
         return
     if (
         operation in _STORES_SEQUENCES
@@ -683,12 +703,12 @@ def assign(w: WrappedArray, index: Any, value: Any, operation: str, mask: Any = 
         _refuse_truncation(data, raw_value, operation)
     kind, place, index_out, winners, element = _landing(w, data, key, basic, mask,
                                                         differentiated)  # fmt: skip
-    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace)
+    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace, caller)
     _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
     base._version += 1
     if trace is not None:
         site = write.site if write is not None else None  # None: commit finds it if it needs it
-        commit(base, place, value_node, trace, kind, index_out, winners, site, element)
+        commit(base, place, value_node, trace, caller, kind, index_out, winners, site, element)
         if trace.forward:
             if tangent:
                 _refuse_forward_write_into(base, site)
@@ -705,16 +725,18 @@ def is_part_view(w: WrappedArray) -> bool:
 
 
 def _assign_part(
-    w: WrappedArray, index: Any, value: Any, operation: str, mask: Any, own: Node | None = None
-) -> None:
+    w: WrappedArray, index: Any, value: Any, operation: str, mask: Any, caller: FrameType,
+    own: Node | None = None,
+) -> None:  # fmt: skip
     """:func:`assign` into one part of complex elements (``z.real[i] = v``).
 
     numpy's write, and the poisoning of the captures it overlaps, happen on the
     part (a capture of the other part stays valid); the tape records the write of
     whole elements: the other part is read first (so the old values' gradient
     flows where it should) and the new elements carry both parts' nodes
-    (:data:`~mutagrad.core.regions.COMPLEX_FROM_PARTS`). ``own``: the node of the
-    operation whose result is written (its own saved inputs are kept, not poisoned).
+    (:data:`~mutagrad.core.regions.COMPLEX_FROM_PARTS`). ``caller``: as for :func:`assign`.
+    ``own``: the node of the operation whose result is written (its own saved inputs are
+    kept, not poisoned).
     """
     trace = STATE.get()
     key, basic = indexing.normalize_index(index)
@@ -732,13 +754,13 @@ def _assign_part(
         node = _parts_node(base, elements, key, mask, value, imaginary, trace)
     differentiated = node is not None or tangent
     kind, place, index_out, winners, _ = _landing(w, data, key, basic, mask, differentiated)
-    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace, own)
+    write = _poison(base, data, key, kind, place, mask, index_out, operation, trace, caller, own)
     _write(data, key, raw_value, mask, index_out, place, kind, trace, operation, write)
     base._version += 1
     if trace is not None:
         whole_place = _landing(w, elements, key, basic, mask, node is not None)[1]
         site = write.site if write is not None else None
-        commit(base, whole_place, node, trace, kind, index_out, winners, site)
+        commit(base, whole_place, node, trace, caller, kind, index_out, winners, site)
         if trace.forward:  # (the part's tangent: the same part of the elements' tangents)
             forward_write(w, base, key, index_out if mask is not None else None, winners,
                           value, trace)  # fmt: skip
@@ -824,11 +846,13 @@ def _landing(
 
 def _poison(
     base: WrappedArray, data: ndarray, key: Any, kind: int, place: ndarray, mask: Any,
-    index_out: Any, operation: str, trace: Trace | None, own: Node | None = None,
+    index_out: Any, operation: str, trace: Trace | None, caller: FrameType,
+    own: Node | None = None,
 ) -> WriteRecord | None:  # fmt: skip
     """Poison (or snapshot) the captures the write overlaps; the write's record, if needed.
-    ``own``: the node of the operation whose result is written (its inputs are kept)."""
-    write = _write_record(base, operation, key, place, trace)
+    ``caller``: see :func:`assign`. ``own``: the node of the operation whose result is
+    written (its inputs are kept)."""
+    write = _write_record(base, operation, key, place, trace, caller)
     if write is not None:  # a capture to poison, or explain's journal
         written = None
         if kind != NO_INDEX and base._captures:
@@ -1031,6 +1055,7 @@ def write_in_place(
     kwargs: dict[str, Any] | None,
     perform: Callable[[list[Any], ndarray], None],
     operation: str,
+    caller: FrameType | None = None,
 ) -> WrappedArray:
     """Write ``rule(*inputs)`` into ``out`` in place; ``perform(raw_inputs, target)`` writes.
 
@@ -1041,13 +1066,16 @@ def write_in_place(
     (:func:`prepare_write`), record the operation (:func:`_record_operation`),
     poison what the write overlaps, numpy's write, then record the write.
     Outside a gradient call :func:`_write_in_place_untraced` does the same
-    where only numpy's write and a new version are needed.
+    where only numpy's write and a new version are needed. ``caller``: where
+    the walk to the user's site starts, as for :func:`assign`.
     """
     trace = STATE.get()
     if trace is None and _write_in_place_untraced(inputs, out, perform):
         return out
+    if caller is None:
+        caller = _getframe(1)
     if is_part_view(out):
-        return _write_part_in_place(rule, inputs, out, kwargs, perform, operation, trace)
+        return _write_part_in_place(rule, inputs, out, kwargs, perform, operation, trace, caller)
     base = prepare_write(out, operation, trace)
     tape = trace.tape if trace is not None else None
     inputs = tuple(array_like(a) for a in inputs)
@@ -1055,8 +1083,9 @@ def write_in_place(
     raw = [r for r, _ in resolved]
     nodes = [n for _, n in resolved]
     target = out._raw
-    node, need_ans, site = _record_operation(rule, inputs, raw, nodes, base, target, kwargs, trace)
-    write = _write_record(base, operation, Ellipsis, target, trace, site)
+    node, need_ans, site = _record_operation(rule, inputs, raw, nodes, base, target, kwargs, trace,
+                                             caller)  # fmt: skip
+    write = _write_record(base, operation, Ellipsis, target, trace, caller, site)
     if write is not None:
         invalidate(base, target, write, node)
     forward = trace is not None and bool(trace.forward)
@@ -1074,7 +1103,7 @@ def write_in_place(
         base._node = node  # the op's value is the array's whole new value
         trace.tape.touch(base)
     else:
-        commit(base, target, node, trace, site=write.site if write is not None else site)
+        commit(base, target, node, trace, caller, site=write.site if write is not None else site)
     if forward:
         forward_into(rule, inputs, kept, out, base, kwargs, trace)
     return out
@@ -1095,7 +1124,7 @@ def _forward_rule(
 def _write_part_in_place(
     rule: VjpRule | None, inputs: tuple[Any, ...], out: WrappedArray,
     kwargs: dict[str, Any] | None, perform: Callable[[list[Any], ndarray], None],
-    operation: str, trace: Trace | None,
+    operation: str, trace: Trace | None, caller: FrameType,
 ) -> WrappedArray:  # fmt: skip
     """:func:`write_in_place` into one part of complex elements (``z.real += v``): the
     operation computed into a copy (numpy's values: numpy buffers an output that overlaps
@@ -1118,7 +1147,7 @@ def _write_part_in_place(
             # (the inputs' tangents as they are before the part is written)
             wrapped = value if node is not None else WrappedArray(result)
             value = forward_result(rule, inputs, raw, wrapped, kwargs, trace)
-    _assign_part(out, Ellipsis, value, operation, None, node)
+    _assign_part(out, Ellipsis, value, operation, None, caller, node)
     return out
 
 
@@ -1153,23 +1182,27 @@ def _write_in_place_untraced(
 def _record_operation(
     rule: VjpRule | None, inputs: tuple[Any, ...], raw: list[Any], nodes: list[Node | None],
     base: WrappedArray, target: ndarray, kwargs: dict[str, Any] | None, trace: Trace | None,
+    caller: FrameType,
 ) -> tuple[Node | None, bool, Site | None]:  # fmt: skip
     """The node of the operation whose result the write stores, if it carries a derivative:
-    ``(node, whether its pullback reads the output, the user's site)``."""
+    ``(node, whether its pullback reads the output, the user's site)``, the site walked
+    from ``caller`` (:func:`assign`)."""
     if rule is None or all(n is None for n in nodes) or truncates(target, raw, nodes):
         return None, False, None  # (traced floats truncated into an integer array)
     assert trace is not None
     if base._flags & EXPORTED:
         _refuse_exported(None)
-    site = user_site()
+    site = user_site_from(caller)
     node, need_ans = record(rule, inputs, raw, nodes, target, kwargs, trace, site)
     return node, need_ans, site
 
 
 def ufunc_into(
-    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any]
+    ufunc: np.ufunc, inputs: tuple[Any, ...], out: WrappedArray, kwargs: dict[str, Any],
+    caller: FrameType | None = None,
 ) -> WrappedArray:
-    """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included)."""
+    """``ufunc(*inputs, out=out)`` where ``out`` is a WrappedArray (``x += v`` included).
+    ``caller``: where the walk to the user's site starts (:func:`assign`)."""
     rule = UFUNC_RULES.get(ufunc)
     if (
         rule is None
@@ -1177,20 +1210,20 @@ def ufunc_into(
         and (any_active(inputs) or any_active((out,)))
     ):
         if rule_found_on_miss(ufunc):  # SciPy's, registered when first met
-            return ufunc_into(ufunc, inputs, out, kwargs)
+            return ufunc_into(ufunc, inputs, out, kwargs, caller)
         raise MissingRuleError(missing_rule_message(f"np.{ufunc.__name__}"))
 
     operation = f"np.{ufunc.__name__}(..., out=)"
     if rule is not None and type(rule) is not VjpRule:
         # A user's rrule for the ufunc records its own call: the result, then the write
         # (what numpy's out= of an elementwise function amounts to, buffered).
-        assign(out, Ellipsis, rule.call(inputs, kwargs or None), operation)
+        assign(out, Ellipsis, rule.call(inputs, kwargs or None), operation, None, caller)
         return out
 
     def perform(raw: list[Any], target: ndarray) -> None:
         ufunc(*raw, out=target, **kwargs)
 
-    return write_in_place(rule, inputs, out, kwargs or None, perform, operation)
+    return write_in_place(rule, inputs, out, kwargs or None, perform, operation, caller)
 
 
 def ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict) -> Any:
