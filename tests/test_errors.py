@@ -852,6 +852,81 @@ def rrule_with_several_outputs():
     mutagrad.gradient(lambda x: np.sum(pair(x)[0]), X)
 
 
+def _reversed_view():
+    """A primitive whose output is a view of its argument, as numpy's x[::-1]."""
+
+    @mutagrad.primitive
+    def reversed_view(v):
+        return v[::-1]
+
+    mutagrad.defvjp(reversed_view, lambda g, ans, v: g[::-1], reads=((),))
+    mutagrad.defjvp(reversed_view, lambda t, ans, v: t[::-1])
+    return reversed_view
+
+
+@trigger
+def write_through_a_rule_output_that_is_a_view_of_its_argument():
+    reversed_view = _reversed_view()
+
+    def f(x):
+        y = x * 1.0
+        r = reversed_view(y)
+        r[0] = 5.0
+        return np.sum(y)
+
+    mutagrad.gradient(f, X)
+
+
+@trigger
+def rule_output_read_after_its_argument_is_written():
+    reversed_view = _reversed_view()
+
+    def f(x):
+        y = x * 1.0
+        r = reversed_view(y)
+        y[0] = 5.0
+        return np.sum(r * x)
+
+    mutagrad.gradient(f, X)
+
+
+@trigger
+def rule_output_s_argument_written_at_a_forward_level():
+    reversed_view = _reversed_view()
+
+    def f(x):
+        y = x * 1.0
+        r = reversed_view(y)
+        y[0] = 5.0
+        return np.sum(r * x)
+
+    mutagrad.jvp(f, (X,), (X,))
+
+
+@trigger
+def rule_output_sharing_memory_with_a_plain_array_argument():
+    @mutagrad.primitive
+    def second(v, c):
+        return c[::-1]
+
+    mutagrad.defvjp(second, lambda g, ans, v, c: np.zeros_like(v), None)
+    c = np.ones(3)
+    mutagrad.gradient(lambda x: np.sum(second(x, c) * x), X)
+
+
+@trigger
+def rrule_aliasing_its_argument_for_a_function_that_fails():
+    @mutagrad.primitive
+    def stub(v):
+        raise NotImplementedError("only the rule is written")
+
+    @mutagrad.rrule(stub)
+    def stub_rule(v):
+        return v, lambda dy: (dy,)
+
+    mutagrad.gradient(lambda x: np.sum(stub(x * 1.0)), X)
+
+
 def _cube_with_an_rrule():
     """A primitive with a ChainRules-style rule (whose pullback is a closure)."""
 

@@ -9,6 +9,7 @@ test says which.
 from __future__ import annotations
 
 import contextlib
+import re
 
 import numpy as np
 import pytest
@@ -741,3 +742,246 @@ def test_the_programs_own_errors_pass_through_unchanged():
 
     with pytest.raises(ValueError, match="the program's own"):
         mutagrad.gradient(f, np.ones(3))
+
+
+# -- a user's rule whose output is memory of its argument: numpy's view, kept ----------------
+#
+# The output keeps the rule's node and the argument's memory (mutagrad.traced.aliases): a
+# write through it is refused, and a write to the argument makes a later read of it refused
+# (on the tape lazily, at a forward level at the write).
+
+
+@mutagrad.primitive
+def reversed_view(x):
+    return x[::-1]  # numpy: a view of x
+
+
+# reads=((),): the vjp reads nothing, so a later write to x poisons no saved value
+mutagrad.defvjp(reversed_view, lambda g, ans, x: g[::-1], reads=((),))
+mutagrad.defjvp(reversed_view, lambda t, ans, x: t[::-1])
+
+
+@mutagrad.primitive
+def same_array(x):
+    return x  # numpy: the argument itself
+
+
+mutagrad.defvjp(same_array, lambda g, ans, x: g, reads=((),))
+
+
+@mutagrad.primitive
+def reversed_by_rrule(x):
+    return x[::-1]
+
+
+@mutagrad.rrule(reversed_by_rrule)
+def _reversed_rule(x):
+    return x[::-1], lambda g: (g[::-1],)
+
+
+ALIASING_RULES = {"defvjp": reversed_view, "identity": same_array, "rrule": reversed_by_rrule}
+
+
+def write_through_output(view):
+    def f(x):
+        y = x * 1.0
+        r = view(y)
+        r[0] = 100.0 * x[0]  # numpy: writes y through the view
+        return np.sum(y * x)
+
+    return f
+
+
+def argument_written_after_use(view):
+    def f(x):
+        y = x * 1.0
+        z = view(y) ** 2  # computed before the write: its derivative holds
+        y[0] = 5.0
+        return np.sum(z * x)
+
+    return f
+
+
+def argument_written_then_output_read(view):
+    def f(x):
+        y = x * 1.0
+        r = view(y)
+        y[0] = 50.0  # numpy: r shows it
+        return np.sum(r * x)
+
+    return f
+
+
+def argument_written_then_output_tested(view):
+    def f(x):
+        y = x * 1.0
+        r = view(y)
+        y[0] = 50.0
+        return np.sum(x * x) * (2.0 if np.max(r) > 10 else 1.0)  # a value, no gradient
+
+    return f
+
+
+def input_written_then_output_tested(view):
+    def f(x):
+        r = view(x)  # the caller's memory: the write copies it, and r follows
+        x[0] = 50.0
+        return np.sum(x * x) * (2.0 if np.max(r) > 10 else 1.0)
+
+    return f
+
+
+def views_of_the_output(view):
+    def f(x):
+        r = view(x * 1.0)
+        return np.sum(r[1:] * x[1:]) + np.sum(r.reshape(3, 1) * x)
+
+    return f
+
+
+def base_written_elsewhere(view):
+    def f(x):
+        y = np.zeros(4, like=x)
+        y[:3] = x
+        r = view(y[:2])
+        y[3] = 1.0  # does not overlap r
+        return np.sum(r * x[:2] * x[:2]) + np.sum(y)
+
+    return f
+
+
+def output_of_an_output(view):
+    def f(x):
+        y = x * 1.0
+        r = view(view(y))
+        y[1] = 9.0
+        return np.sum(r * x)
+
+    return f
+
+
+ALIASING_PROGRAMS = {
+    write_through_output: REFUSED,
+    argument_written_after_use: {"poison": RIGHT, "strict": REFUSED, "snapshot": RIGHT},
+    argument_written_then_output_read: REFUSED,
+    argument_written_then_output_tested: WRITES_REFUSED_IN_STRICT,
+    input_written_then_output_tested: WRITES_REFUSED_IN_STRICT,
+    views_of_the_output: RIGHT,
+    base_written_elsewhere: WRITES_REFUSED_IN_STRICT,
+    output_of_an_output: REFUSED,
+}
+
+
+@pytest.mark.parametrize("program", ALIASING_PROGRAMS, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("kind", ALIASING_RULES)
+def test_a_rule_returning_memory_of_its_argument_behaves_as_numpy_or_is_refused(kind, program):
+    expect = ALIASING_PROGRAMS[program]
+    if kind == "rrule" and program is argument_written_after_use:
+        # An rrule's closure holds its argument: the write poisons it, and snapshot mode
+        # cannot copy what a closure holds.
+        expect = REFUSED
+    elif kind == "rrule" and program in (argument_written_then_output_tested,
+                                         input_written_then_output_tested):  # fmt: skip
+        expect = {**expect, "snapshot": REFUSED}
+    check(program(ALIASING_RULES[kind]), np.array([1.0, 2.0, 3.0]), expect=expect)
+
+
+def _message(f, *args, **kwargs):
+    with pytest.raises(mutagrad.NotDifferentiableError) as error:
+        mutagrad.gradient(f, *args, **kwargs)
+    return str(error.value)
+
+
+def test_a_write_through_an_aliasing_output_is_refused_naming_the_lines_and_the_fix():
+    def f(x):
+        y = x * 1.0
+        r = reversed_view(y)
+        r[0] = 100.0 * x[0]
+        return np.sum(y * x)
+
+    text = _message(f, np.array([1.0, 2.0, 3.0]))
+    assert "__setitem__ through the output of reversed_view" in text
+    assert "r[0] = 100.0 * x[0]" in text and "r = reversed_view(y)" in text
+    assert "return a copy from reversed_view" in text
+
+
+def test_an_aliasing_output_read_after_its_argument_is_written_is_refused_naming_both_lines():
+    def f(x):
+        y = x * 1.0
+        r = same_array(y)
+        y[0] = 50.0
+        return np.sum(r * x)
+
+    for mode in ("poison", "snapshot"):
+        text = _message(f, np.array([1.0, 2.0, 3.0]), mode=mode)
+        assert "the output of same_array, called at" in text and "r = same_array(y)" in text
+        assert "y[0] = 50.0" in text and "return a copy from same_array" in text
+
+
+def test_forward_mode_through_an_aliasing_rule_uses_its_jvp_and_refuses_a_later_write():
+    def f(x):
+        y = x * 1.0
+        return np.sum(reversed_view(y) ** 2 * x)
+
+    x, t = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    _, tangent = mutagrad.jvp(f, (x,), (t,))
+    assert np.isclose(tangent, numerical_gradient(f, x)[0] @ t, rtol=1e-6)
+    np.testing.assert_allclose(
+        mutagrad.hessian(f)(x), [[6.0, 0.0, 8.0], [0.0, 12.0, 0.0], [8.0, 0.0, 2.0]]
+    )
+
+    def g(x):
+        y = x * 1.0
+        r = reversed_view(y)
+        y[0] = 9.0  # r's tangent was computed for the old values
+        return np.sum(r * x)
+
+    with pytest.raises(mutagrad.NotDifferentiableError, match=re.escape("y[0] = 9.0")):
+        mutagrad.jvp(g, (x,), (t,))
+
+
+def test_an_rrule_s_own_alias_of_an_argument_its_function_copies_is_a_new_array():
+    @mutagrad.primitive
+    def copied(x):
+        return x.copy()
+
+    @mutagrad.rrule(copied)
+    def _(x):
+        return x, lambda g: (g,)  # the rule returns its argument, the function a copy
+
+    def f(x):
+        y = x * 1.0
+        r = copied(y)
+        r[0] = 50.0  # numpy: y unchanged
+        y[1] = 7.0  # numpy: r unchanged
+        return np.sum(y * x) * (2.0 if r[1] < 5.0 else 1.0)
+
+    # (snapshot mode cannot copy the argument the rule's closure holds before y[1] = 7.0)
+    check(f, np.array([1.0, 2.0, 3.0]), expect={"poison": RIGHT, "strict": REFUSED})
+
+
+def test_a_rule_returning_memory_of_a_plain_array_argument_is_refused():
+    @mutagrad.primitive
+    def second(x, c):
+        return c[::-1]
+
+    mutagrad.defvjp(second, lambda g, ans, x, c: np.zeros_like(x), None)
+    c = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        r = second(x, c)
+        return np.sum(r * x)
+
+    text = _message(f, np.array([1.0, 2.0, 3.0]))
+    assert "shares memory with its argument 1, a plain numpy array" in text
+    assert "r = second(x, c)" in text and "return a copy from second" in text
+
+
+def test_a_rule_applied_to_a_constant_returns_numpy_s_writable_view():
+    def f(x):
+        c = np.zeros_like(x)  # carries no derivative
+        r = reversed_view(c)
+        r[0] = 10.0  # numpy: writes c[-1]
+        return np.sum(c * x)
+
+    check(f, np.array([1.0, 2.0, 3.0]), expect=WRITES_REFUSED_IN_STRICT)

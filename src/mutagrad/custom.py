@@ -19,6 +19,13 @@ Two ways to give a function a derivative:
   and the output as saved (a later overlapping write poisons them) and cannot
   snapshot them.
 
+A rule's function may return a view of an argument, or the argument itself:
+the output stays numpy's alias of it, with the rule's node, and what the
+rule's derivative cannot follow (a write through the output, a use of it after
+a write to the argument) is refused by name (:mod:`mutagrad.traced.aliases`).
+For an rrule the aliasing is ``fn``'s: a rule that returns its argument for a
+function that copies it gives a new array.
+
 Every error a user's rule raises while mutagrad runs it (a vjp or pullback
 that fails, returns a function, a cotangent of the wrong shape, or the wrong
 number of them) is a MutagradError that names the rule and the line that
@@ -60,12 +67,12 @@ from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
 )
+from mutagrad.traced.aliases import aliased_output, shared_argument
 from mutagrad.traced.dispatch import (
     apply,
     call_without_derivative,
     guarded_arguments,
     refusing_writes_by,
-    unaliased,
 )
 from mutagrad.traced.tangents import set_tangent, tangent_of
 from mutagrad.traced.value import (
@@ -397,11 +404,11 @@ class ClosureRule(CallRule):
         nodes = [n for _, n in resolved]
         raw = _regroup(args, leaves, raw_leaves)
         if trace is not None and trace.forward and tangents_among(tuple(flat), trace.forward):
-            return self._transposed(args, kwargs, leaves, flat, raw_leaves, raw, trace)
+            return self._transposed(args, kwargs, leaves, flat, raw_leaves, trace)
         if all(n is None for n in nodes):
             return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
         assert trace is not None and tape is not None  # (an argument has a node: a call runs)
-        y, back = self._run(args, kwargs, leaves, flat, raw_leaves, raw)
+        y, back, source = self._run(args, kwargs, leaves, flat, raw_leaves)
         tag = 0
         for n in nodes:
             if n is not None:
@@ -416,7 +423,7 @@ class ClosureRule(CallRule):
             for a, r in zip(flat, raw_leaves)
             if isinstance(a, WrappedValue) and type(r) is np.ndarray
         ]
-        out = wrap(y, node)
+        out = wrap(y, node) if source is None else aliased_output(y, source, node, self.name)
         if type(y) is np.ndarray:
             saved.append(capture(out, y, node, mode, closure=True))
         groups = [None if g is None else len(g) for g in (
@@ -426,10 +433,12 @@ class ClosureRule(CallRule):
 
     def _run(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
-        raw_leaves: list[Any], raw: list[Any],
-    ) -> tuple[Any, Any]:  # fmt: skip
-        """The rule's ``(y, pullback)`` on read-only raw arguments."""
-        guarded = _regroup(args, leaves, guarded_arguments(flat, raw_leaves))
+        raw_leaves: list[Any],
+    ) -> tuple[Any, Any, WrappedValue | None]:  # fmt: skip
+        """The rule's ``(y, pullback)`` on read-only raw arguments, and the argument whose
+        memory ``y`` shares (:mod:`mutagrad.traced.aliases`), if any."""
+        guarded_leaves = guarded_arguments(flat, raw_leaves)
+        guarded = _regroup(args, leaves, guarded_leaves)
         try:
             with refusing_writes_by(self.name):
                 # The pullback closure may keep keyword arrays: it gets copies of them.
@@ -438,17 +447,42 @@ class ClosureRule(CallRule):
             raise
         except Exception as error:
             raise self._failed("forward pass", error) from error
-        y = unaliased(y, raw)
         if isinstance(y, tuple):
             raise NotDifferentiableError(
                 f"the rrule for {self.name} returned several outputs; only one is supported.\n"
                 "Fix: return one array (np.concatenate the outputs, or a primitive per output)."
             )
-        return y, back
+        if _shares_memory(y, guarded_leaves) and not self._primal_aliases(args, kwargs, leaves,
+                                                                          flat, raw_leaves):
+            return y.copy(), back, None  # (the rule's own alias: fn returns new memory)
+        return y, back, shared_argument(self.name, y, flat, guarded_leaves)
+
+    def _primal_aliases(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
+        raw_leaves: list[Any],
+    ) -> bool:  # fmt: skip
+        """Whether the function itself returns memory of an argument, as the rule's output
+        does. numpy's aliasing is the function's: a rule may return its argument for a
+        function that copies it (``identity(x) = x.copy()``), and the call then returns new
+        memory. The function runs once more, only for a rule whose output is an alias."""
+        guarded_leaves = guarded_arguments(flat, raw_leaves)
+        try:
+            with refusing_writes_by(self.name):
+                y = self.function(*_regroup(args, leaves, guarded_leaves), **owned_value(kwargs))
+        except MutagradError:
+            raise
+        except Exception as error:
+            raise MutagradError(
+                f"{self.name} raised {type(error).__name__}: {error}, run (once more) to see "
+                f"whether it returns memory of its argument as its rrule does, "
+                f"{_registered_at(self.site)}\nFix: make {self.name} run on the arguments the "
+                "rule receives, or return a copy from the rule."
+            ) from error
+        return _shares_memory(y, guarded_leaves)
 
     def _transposed(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
-        raw_leaves: list[Any], raw: list[Any], level: Any,
+        raw_leaves: list[Any], level: Any,
     ) -> Any:  # fmt: skip
         """The rule's value with its tangent, at a forward level with no level around it.
 
@@ -463,9 +497,9 @@ class ClosureRule(CallRule):
             raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
         if level.journal is not None:  # (its pullback reads what the closure holds, unseen)
             level.journal.give_up(f"the rrule for {self.name}, whose pullback is a closure")
-        y, back = self._run(args, kwargs, leaves, flat, raw_leaves, raw)
+        y, back, source = self._run(args, kwargs, leaves, flat, raw_leaves)
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
-        out = wrap(y)
+        out = wrap(y) if source is None else aliased_output(y, source, None, self.name)
         tangents = [tangent_of(a, level) for a in flat]
         if not self.handles_complex and involves_complex(y, tangents):
             raise NotDifferentiableError(complex_message(self.name, user_site(), True))
@@ -537,6 +571,12 @@ class ClosureRule(CallRule):
                 what = f"the pullback of the rrule for {self.name}, for its input {i}"
                 _check_cotangent(c, inp, what, self.site)
                 bk.accumulate(inp, c)
+
+
+def _shares_memory(y: Any, arguments: list[Any]) -> bool:
+    return type(y) is np.ndarray and any(
+        type(a) is np.ndarray and np.may_share_memory(y, a) for a in arguments
+    )
 
 
 def _leaves_of(argument: Any) -> list[Any]:

@@ -113,6 +113,10 @@ class Tape:
         """Remember that ``base._node`` now points into this tape."""
         _remember(self.touched, base)
 
+    def holds_captures_on(self, base: Any) -> None:
+        """Remember that ``base`` lists captures of this tape, which :meth:`release` drops."""
+        _remember(self.capture_bases, base)
+
     def release(self) -> None:
         """Detach this tape from long-lived arrays: their nodes and captures."""
         if self.touched:  # (an empty table stays: a vectorised call often touches nothing)

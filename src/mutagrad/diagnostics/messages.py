@@ -487,3 +487,56 @@ def complex_message(operation: str, site: Site | None, users_rule: bool = False)
         "operations), or pass mutagrad.ignore_derivatives(z) if no gradient should flow "
         f"here{opt_in}."
     )
+
+
+_COPY_EXAMPLE = "return v.copy() where it returns v, a view of its argument or the argument"
+
+
+def aliased_write_message(operation: str, rule: str, call: Site | None,
+                          site: Site | None) -> str:  # fmt: skip
+    """A write through the output of a user's rule that shares memory with its argument."""
+    return (
+        f"{operation} through the output of {rule}, which shares memory with {rule}'s "
+        f"argument (numpy: {rule} returns a view of it, or the argument itself), at\n"
+        f"{format_site(site)}\n{rule} was called at\n{format_site(call)}\n"
+        "In numpy the write changes the argument too, behind the rule's derivative, so "
+        "mutagrad refuses it.\n"
+        f"Fixes:\n  - return a copy from {rule} ({_COPY_EXAMPLE}) if its output is meant to "
+        "be written on its own;\n"
+        "  - or write to the argument itself."
+    )
+
+
+def aliased_read_message(rule: str, call: Site | None, write: Any, forward: bool) -> str:
+    """The output of a user's rule is needed after a write to the argument memory it shares."""
+    when = (
+        "at a forward level, where the output's tangent, computed for the old values, may be "
+        "read at any time: the write is refused"
+        if forward
+        else "and a value read from that output afterwards reaches the result: "
+        f"it holds the new values, which {rule}'s rule did not compute"
+    )
+    return (
+        f"the output of {rule}, called at\n{format_site(call)}\n"
+        f"shares memory with {rule}'s argument (numpy: a view of it, or the argument itself), "
+        f"and {write.operation} wrote into that memory at\n{format_site(write.site)}\n{when}.\n"
+        f"Fixes:\n  - return a copy from {rule} ({_COPY_EXAMPLE}) if its output is meant to "
+        "keep its values;\n"
+        + (
+            "  - or write to a copy of the argument (y = y.copy() before writing)."
+            if forward
+            else "  - or use the output only before writing to the argument."
+        )
+    )
+
+
+def aliased_plain_message(rule: str, i: int, call: Site | None) -> str:
+    """A user's rule returned memory of a plain ndarray argument (its private copy)."""
+    return (
+        f"the output of {rule} shares memory with its argument {i}, a plain numpy array (not "
+        f"traced), at\n{format_site(call)}\n"
+        "mutagrad hands a rule private copies of plain arrays (nothing tracks writes to them), "
+        "so the output cannot be numpy's view of that array: a write to either would not "
+        "show in the other.\n"
+        f"Fix: return a copy from {rule} (return c[::-1].copy(), not c[::-1])."
+    )

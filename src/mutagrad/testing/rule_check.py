@@ -164,11 +164,10 @@ class RuleCheck:
 
 @attrs.define
 class _Forward:
-    """What the recorded run saw: the outputs, the arguments after the call, aliasing."""
+    """What the recorded run saw: the outputs, the arguments after the call."""
 
     outputs: list[Any] = attrs.field(factory=list)
     arguments_after: list[Any] = attrs.field(factory=list)
-    aliases: list[tuple[int, int]] = attrs.field(factory=list)  # (output, argument)
 
 
 @attrs.define
@@ -417,7 +416,7 @@ class _RuleChecker:
             result = self.fn(*call_args, **self.kwargs)
             total = self._pair(result)
             if record:
-                outcome.forward = self._observe(result, call_args, active)
+                outcome.forward = self._observe(result, call_args)
             if disturbance is not None:
                 # The values written are arbitrary: whatever numpy thinks of them is no finding.
                 with np.errstate(all="ignore"):
@@ -432,7 +431,7 @@ class _RuleChecker:
         outcome.grads = dict(zip(active, grads.grad))
         return outcome
 
-    def _observe(self, result: Any, call_args: list[Any], active: tuple[int, ...]) -> _Forward:
+    def _observe(self, result: Any, call_args: list[Any]) -> _Forward:
         forward = _Forward()
         outputs = _outputs(result)
         forward.outputs = [np.array(_raw(o), copy=True) for o in outputs]
@@ -440,17 +439,6 @@ class _RuleChecker:
             np.array(_raw(a), copy=True) if isinstance(_raw(a), np.ndarray) else None
             for a in call_args
         ]
-        for j, out in enumerate(outputs):
-            if not isinstance(out, WrappedArray):
-                continue
-            out_base = out._base if out._base is not None else out
-            for k in active:
-                arg = call_args[k]
-                if not isinstance(arg, WrappedArray):
-                    continue
-                arg_base = arg._base if arg._base is not None else arg
-                if out_base is not arg_base and np.shares_memory(out._raw, arg._raw):
-                    forward.aliases.append((j, k))
         return forward
 
     def _disturb(self, disturbance: _Disturbance, call_args: list[Any], result: Any) -> bool:
@@ -591,15 +579,6 @@ class _RuleChecker:
                     "other gradients go wrong. Fix: compute into a new array (y = x * 2, "
                     "not x *= 2), or copy the argument first.",
                 )
-        for j, k in forward.aliases:
-            which = f"output {j}" if self.tuple_output else "the output"
-            self.report(
-                ("alias", j, k),
-                f"{which} shares memory with {self.label(k)}: the rule returned (a view of) its "
-                "argument instead of a new array. The engine wraps it as an independent array, "
-                "so a later write to either silently changes the other. Fix: return a copy "
-                "(y = x.copy()), or register a view function as mutagrad's view rules do.",
-            )
 
     def check_outcome(self, outcome: _Outcome, active: tuple[int, ...]) -> None:
         """The pullback against finite differences, and structural zeros."""

@@ -18,8 +18,8 @@ room's door, :mod:`mutagrad.traced`, binds them. A call goes to
 * or a MissingRuleError naming the function and the fix.
 
 A rule's function that is not ``trusted`` (a user's) runs under
-:func:`refusing_writes_by` on :func:`guarded_arguments`, and its result is
-checked not to alias its inputs (:func:`unaliased`).
+:func:`refusing_writes_by` on :func:`guarded_arguments`; a result that shares
+an argument's memory stays numpy's view of it (:mod:`mutagrad.traced.aliases`).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import mutation
+from mutagrad.traced.aliases import aliased_output, shared_argument, writable_view
 from mutagrad.traced.elision import (
     ELIDED,
     MIN_ELIDED_BYTES,
@@ -372,23 +373,28 @@ def apply(
                 check_plain(a)
             raw.append(a)
             nodes.append(None)
+    source = None  # the argument whose memory a user's rule returned (numpy's view of it)
     if result is None:  # (a rule without fun is applied with its result: mypy cannot know)
         if rule.trusted:
             result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)  # type: ignore[misc]
         else:
+            guarded = guarded_arguments(args, raw)
             with refusing_writes_by(rule.name):
-                result = rule.fun(*guarded_arguments(args, raw), **(kwargs or {}))  # type: ignore[misc]
-            result = unaliased(result, raw)
+                result = rule.fun(*guarded, **(kwargs or {}))  # type: ignore[misc]
+            source = shared_argument(rule.name, result, args, guarded)
     if (
         not active
         and not (trace is not None and trace.forward and tangents_among(args, trace.forward))
     ) or truncates(result, raw, nodes):
+        if source is not None:
+            result = writable_view(result, source)
         return wrap_constant(result, args, raw)
     assert trace is not None
     if not active:  # forward levels only: nothing to record
-        return forward_result(rule, args, raw, wrap(result), kwargs, trace)
+        out = wrap(result) if source is None else aliased_output(result, source, None, rule.name)
+        return forward_result(rule, args, raw, out, kwargs, trace)
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace, user_site())
-    out = wrap(result, node)
+    out = wrap(result, node) if source is None else aliased_output(result, source, node, rule.name)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:
@@ -455,19 +461,6 @@ def refusing_writes_by(name: str) -> Iterator[None]:
             "does not mutate its arguments, or give the mutating function no rule at all: "
             "mutagrad then traces its body, writes included."
         ) from error
-
-
-def unaliased(result: Any, raw: list[Any]) -> Any:
-    """A user rule's output, copied if it shares memory with an argument.
-
-    Wrapped as a new array, an alias would let a write to the output change
-    the argument behind its version counter.
-    """
-    if type(result) is ndarray:
-        for r in raw:
-            if type(r) is ndarray and np.may_share_memory(result, r):
-                return result.copy()
-    return result
 
 
 def raise_as_numpy_would(

@@ -72,8 +72,10 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import indexing
+from mutagrad.traced.aliases import refuse_write_through
 from mutagrad.traced.forward import forward_into, forward_result, forward_write, inputs_kept
 from mutagrad.traced.value import (
+    ALIASED,
     BORROWED,
     BUFFER,
     DETACHED,
@@ -131,6 +133,8 @@ def prepare_write(w: WrappedArray, operation: str, trace: Trace | None) -> Wrapp
                 "Fix: write to the original array."
             )
     flags = base._flags
+    if flags & ALIASED:  # a user rule's output over its argument's memory
+        refuse_write_through(w, operation)
     if flags & SHARED_INPUT:
         raise NotDifferentiableError(
             f"{operation} on an argument whose array shares memory with another argument of "
@@ -556,10 +560,11 @@ def _write_record(
 
 
 # Flags that change what a write does even when no gradient call is active
-# (prepare_write): refused (READONLY, SHARED_INPUT, FROZEN) or copied first (BORROWED).
+# (prepare_write): refused (READONLY, SHARED_INPUT, FROZEN, ALIASED) or copied first
+# (BORROWED).
 # The others (BUFFER, DETACHED, PINNED, THAWED without FROZEN, EXPORTED) only
 # matter to a write recorded on a tape.
-_UNTRACED_WRITE_FLAGS = READONLY | SHARED_INPUT | FROZEN | BORROWED
+_UNTRACED_WRITE_FLAGS = READONLY | SHARED_INPUT | FROZEN | BORROWED | ALIASED
 
 
 def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:

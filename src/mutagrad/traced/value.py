@@ -91,7 +91,9 @@ from mutagrad.errors import (
 # DETACHED (ignore_derivatives: reads carry no gradient), THAWED (the array
 # buf.copy() returned, and its views: ordinary arrays over a frozen Buffer).
 # SHARED_INPUT: an input of a gradient call whose caller's array shares memory
-# with another input's (writes to it are refused).
+# with another input's (writes to it are refused). ALIASED: the output of a user's rule
+# that shares memory with the rule's argument (mutagrad.traced.aliases: writes through it,
+# or its views, are refused). (EXPORTED, 256, is the engine's: mutagrad.core.engine.)
 BORROWED = 1
 BUFFER = 2
 FROZEN = 4
@@ -100,6 +102,7 @@ PINNED = 16
 DETACHED = 32
 THAWED = 64
 SHARED_INPUT = 128
+ALIASED = 512
 
 # The values numpy's stubs allow for the ndarray methods' string keywords.
 _OrderKACF = Literal["K", "A", "C", "F"]

@@ -1,0 +1,178 @@
+"""A user's rule whose output shares memory with its argument: numpy's view, kept.
+
+A rule's function (``@primitive`` with ``defvjp``, an ``rrule``) may return a
+view of an argument, or the argument itself, as numpy functions do. Copying
+it would break numpy's aliasing (a later write to either would not show in
+the other: a wrong value), so the output keeps the argument's memory and the
+rule's node, and what the rule's derivative cannot follow is refused, as
+PyTorch refuses an in-place write to a custom Function's view output:
+
+* a write through the output, or a view of it: refused by name
+  (:data:`~mutagrad.traced.value.ALIASED`, checked in
+  :func:`mutagrad.traced.mutation.prepare_write`);
+* a write to the argument's memory (through any view of its base) that
+  overlaps the output: :class:`AliasWatch`, on the base's list of captures,
+  sees it. The output then holds values the rule did not compute. On the tape
+  it gets a node whose pullback refuses (:class:`StaleRule`): a read that
+  reaches no gradient (an ``if``) keeps numpy's value, one that reaches the
+  result is refused. At a forward level the write itself is refused, since a
+  tangent is used as soon as it is read;
+* what pullbacks save of the output is copied when saved (the output is
+  ``EXPORTED``: its memory can change behind its own version), so the
+  derivative of a value computed from it before the write holds.
+
+The output is an array of its own (not a view of the argument's base): its
+views read the rule's node, and at a forward level it carries the rule's
+tangent. A rule's output that shares memory with a plain ndarray argument
+(the private copy a rule receives) cannot be numpy's alias: refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+
+from numpy import may_share_memory, ndarray
+
+from mutagrad.core.engine import EXPORTED, STATE, Node, Rule
+from mutagrad.core.modes import SNAPSHOT
+from mutagrad.core.record import push
+from mutagrad.diagnostics.messages import (
+    aliased_plain_message,
+    aliased_read_message,
+    aliased_write_message,
+)
+from mutagrad.diagnostics.sites import Site, user_site
+from mutagrad.errors import NotDifferentiableError
+from mutagrad.traced.value import ALIASED, BORROWED, WrappedArray, WrappedValue
+
+
+class AliasWatch:
+    """On the captures of the base whose memory a rule's output shares: an overlapping
+    write makes the output's values no longer the rule's (:meth:`keep_old_value`).
+
+    It sits on the list with snapshot mode's policy, as a capture that is never
+    read: the write path calls :meth:`keep_old_value` and then drops it.
+    """
+
+    __slots__ = ("base", "closure", "data", "key", "mode", "name", "node", "output", "region",
+                 "site", "tape")  # fmt: skip
+
+    def __init__(self, output: WrappedArray, base: WrappedValue, name: str, site: Site | None,
+                 tape: Any):  # fmt: skip
+        self.output = weakref.ref(output, self._dropped)
+        self.key = id(output)
+        self.base = base  # (the base whose versions cover the output's memory)
+        self.data = self.region = output._raw  # where the output lives, for overlap checks
+        self.name = name
+        self.site = site
+        self.mode = SNAPSHOT  # (write path: mode.overwrite(capture, write))
+        self.node = None  # no node of any tape: never an operation's own input
+        self.tape = tape  # the tape whose release drops it (None at a forward level)
+        self.closure = False
+
+    def _dropped(self, _: Any) -> None:
+        self.region = None  # (the write path then drops it from the base's list)
+        _WATCHES.pop(self.key, None)
+
+    def keep_old_value(self, write: Any, counted: bool = True) -> None:
+        """``write`` overwrites memory the output shares: its values are no longer the rule's."""
+        self.region = None
+        out = self.output()
+        if out is None:
+            return
+        trace = STATE.get()
+        tangents = out._tangents
+        if tangents and trace is not None and any(level in tangents for level in trace.forward):
+            raise NotDifferentiableError(aliased_read_message(self.name, self.site, write, True))
+        node = out._node
+        if node is not None:
+            stale = Node(StaleRule(self, write), (node,), node.tape, node.tag, out._raw,
+                         write.site)  # fmt: skip
+            out._node = push(stale, ())
+            out._version += 1  # (its views' cached reads are of the rule's node)
+
+    def detach(self) -> None:
+        """The base's memory was handed out as a plain array: stop watching (its writes are
+        seen by no version, as for the base's own node)."""
+        self.region = None
+
+
+class StaleRule(Rule):
+    """The node of a rule's output read after a write to the argument memory it shares:
+    the sweep refuses to go through it."""
+
+    __slots__ = ("watch", "write")
+    handles_complex = True  # (it refuses any value)
+
+    def __init__(self, watch: AliasWatch, write: Any):
+        super().__init__(watch.name)
+        self.watch = watch
+        self.write = write
+
+    def backward(self, node: Node, g: Any, owned: bool, bk: Any) -> None:
+        w = self.watch
+        raise NotDifferentiableError(aliased_read_message(w.name, w.site, self.write, False))
+
+
+# The watch of each aliased output, by the output's id: what a refused write names, and
+# the base an output of a rule applied to an aliased output shares memory with.
+_WATCHES: dict[int, AliasWatch] = {}
+
+
+def shared_argument(name: str, result: Any, args: Any, guarded: Any) -> WrappedValue | None:
+    """The traced argument whose memory ``result``, the output of the user's rule ``name``,
+    shares (``guarded``: what the rule received); None if none. A plain ndarray
+    argument's (the rule's private copy of it) is refused."""
+    if type(result) is not ndarray:
+        return None
+    for i, (a, g) in enumerate(zip(args, guarded)):
+        if type(g) is ndarray and may_share_memory(result, g):
+            if isinstance(a, WrappedValue):
+                return a
+            raise NotDifferentiableError(aliased_plain_message(name, i, user_site()))
+    return None
+
+
+def aliased_output(result: Any, source: WrappedValue, node: Node | None,
+                   name: str) -> WrappedArray:  # fmt: skip
+    """``result``, an ndarray (memory of ``source``), as the traced output of the user's
+    rule ``name``, whose node is ``node`` (None at forward levels only)."""
+    base = source._base if source._base is not None else source
+    watch = _WATCHES.get(id(base)) if base._flags & ALIASED else None
+    if watch is not None:  # the output of a rule applied to an aliased output
+        base = watch.base
+    out = WrappedArray(writable_view(result, source), node)  # (as the value f may return)
+    out._flags = ALIASED | EXPORTED
+    if base._flags & BORROWED:  # (the caller's memory: a copy-on-write moves the output too)
+        assert base._views is not None
+        base._views.append(out)
+    tape = node.tape if node is not None else None
+    watch = AliasWatch(out, base, name, user_site(), tape)
+    _WATCHES[id(out)] = watch
+    if base._captures is None:
+        base._captures = [watch]
+    else:
+        base._captures.append(watch)
+    if tape is not None:
+        tape.holds_captures_on(base)  # (its release drops the watch)
+    return out
+
+
+def writable_view(result: ndarray, source: WrappedValue) -> ndarray:
+    """``result``, memory of ``source`` computed behind the rule's read-only guard, as
+    writable as ``source``'s memory, as numpy's view would be."""
+    if not result.flags.writeable and source._raw.flags.writeable:
+        # (unless the memory's owner is read-only: a caller's array, during a call)
+        with contextlib.suppress(ValueError):
+            result.flags.writeable = True
+    return result
+
+
+def refuse_write_through(w: WrappedValue, operation: str) -> None:
+    """Refuse ``operation``, a write through ``w``: an aliased output or a view of one."""
+    base = w._base if w._base is not None else w
+    watch = _WATCHES.get(id(base))
+    name, call = (watch.name, watch.site) if watch is not None else ("a rule", None)
+    raise NotDifferentiableError(aliased_write_message(operation, name, call, user_site()))
