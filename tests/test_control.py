@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import functools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -306,6 +308,165 @@ def test_a_recomputation_with_a_different_value_is_refused():
 
     with pytest.raises(mutagrad.MutagradError, match="different value"):
         mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(noisy, x)), X)
+
+
+# State read by a checkpointed block, changed between the forward and the backward pass
+# so that the block's value stays the same and its gradient does not: refused, naming
+# the operation whose pullback differs, its line, and the fix.
+SETTINGS = {"k": 1.0, "c": 0.0, "square": True}
+ONES = np.ones(4)
+
+
+def refuses_another_recomputation(loss, x, line):
+    """``loss``'s gradient is refused as a recomputation that differs, at ``line``."""
+    with pytest.raises(mutagrad.MutagradError, match="did not compute the same way") as info:
+        mutagrad.gradient(loss, x)
+    message = str(info.value)
+    assert f"test_control.py:{line} " in message and "Fix: pass what it reads" in message
+    return message
+
+
+def line_of(text):
+    """The line of this file that holds ``text``."""
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def test_a_closure_variable_rebound_after_the_block_is_refused():
+    def loss(x):
+        p = 2.0
+        y = mutagrad.checkpointed(lambda z: np.sum(z**p), x)  # reads the cell p
+        p = 3.0  # 1 ** p is 1 either way; its derivative p is not
+        return y
+
+    message = refuses_another_recomputation(loss, ONES, line_of("np.sum(z**p), x)"))
+    assert "power at" in message and "read other values" in message
+
+    # Passed as an argument, its value at the call is kept: the gradient is right.
+    def fixed(x):
+        p = 2.0
+        y = mutagrad.checkpointed(lambda z, q: np.sum(z**q), x, p)
+        p = 3.0  # (the argument keeps 2.0)
+        return y
+
+    np.testing.assert_array_equal(mutagrad.gradient(fixed, ONES)[0], 2 * ONES)
+
+
+def test_a_global_dict_entry_changed_after_the_block_is_refused():
+    def loss(x):
+        SETTINGS.update(k=1.0, c=0.0)
+        y = mutagrad.checkpointed(lambda z: np.sum(z * SETTINGS["k"]) + SETTINGS["c"], x)
+        SETTINGS.update(k=2.0, c=-10.0)  # k * sum(z) + c is 10 either way at [1, 2, 3, 4]
+        return y
+
+    try:
+        message = refuses_another_recomputation(loss, X4, line_of('z * SETTINGS["k"]'))
+    finally:
+        SETTINGS.update(k=1.0, c=0.0)
+    assert "multiply at" in message
+
+
+X4 = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+def squared_or_plain(h):
+    # (a named function: the watch reads the globals it names, and finds no array there)
+    return np.sum(h**2) if SETTINGS["square"] else np.sum(h)
+
+
+def test_a_branch_on_a_global_flag_that_changes_is_refused():
+    def loss(x):
+        SETTINGS["square"] = True
+        y = mutagrad.checkpointed(squared_or_plain, x)
+        SETTINGS["square"] = False  # sum(h**2) == sum(h) at ones; 2h != 1
+        return y
+
+    try:
+        message = refuses_another_recomputation(loss, ONES, line_of("return np.sum(h**2) if"))
+    finally:
+        SETTINGS["square"] = True
+    assert "a branch went another way" in message
+
+
+def test_random_numbers_drawn_inside_the_block_are_refused():
+    rng = np.random.default_rng(1)
+
+    def loss(x):  # a permutation keeps the sum at ones, not the gradient
+        return mutagrad.checkpointed(lambda z: np.sum(z * rng.permutation(X4)), x)
+
+    message = refuses_another_recomputation(loss, ONES, line_of("z * rng.permutation(X4)"))
+    assert "multiply at" in message
+
+
+def test_an_array_the_watch_does_not_reach_is_compared_where_a_pullback_reads_it():
+    box = collections.deque([np.array([1.0, 2.0])])  # checkpointed does not look into a deque
+
+    def loss(x):
+        box[0] = np.array([1.0, 2.0])
+        y = mutagrad.checkpointed(lambda z: np.sum(z * box[0]), x)
+        box[0][:] = [2.0, 1.0]  # the same sum at ones, another gradient
+        return y
+
+    refuses_another_recomputation(loss, np.ones(2), line_of("np.sum(z * box[0])"))
+
+
+def test_state_changed_inside_a_nested_block_is_refused_by_the_outer_one():
+    def loss(x):
+        p = 2.0
+        inner = lambda z: np.sum(z**p)  # noqa: E731
+        y = mutagrad.checkpointed(lambda h: mutagrad.checkpointed(inner, h) * 1.0, x)
+        p = 3.0  # the outer recomputation runs the inner block with p = 3
+        return y
+
+    message = refuses_another_recomputation(loss, ONES, line_of("mutagrad.checkpointed(inner, h)"))
+    assert "checkpointed at" in message
+
+
+def test_constant_arguments_reach_the_recomputation_as_they_reached_the_first_run():
+    c = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def loss(x):
+        mask = x > 2.0  # a boolean WrappedArray: no gradient
+        return mutagrad.checkpointed(lambda h, m, n, k: np.sum(h**n * k * m), x, mask, 3, c)
+
+    (g,) = mutagrad.gradient(loss, X4)
+    np.testing.assert_allclose(g, 3 * X4**2 * c * (X4 > 2.0), rtol=1e-14)
+    check_gradient(loss, X4 + 0.5)
+
+
+def test_a_block_with_writes_views_and_rules_recomputes_the_same_way():
+    """The fingerprint of an ordinary block is the same in both runs (no false refusal):
+    in-place writes, views, an rrule's closure, a hook, an element loop."""
+
+    @mutagrad.primitive
+    def cube(v):
+        return v**3
+
+    @mutagrad.rrule(cube)
+    def cube_rule(v):
+        return v**3, lambda g: (3 * v**2 * g,)
+
+    def block(h):
+        b = mnp.zeros(6)
+        b[1:5] = np.sin(h)
+        b[::2] *= 2.0
+        v = b.reshape(2, 3).T
+        for i in range(3):
+            v[i, 0] = v[i, 1] * h[i]
+        return np.sum(cube(mutagrad.hook(lambda g: g * 1.0, v)) ** 2)
+
+    try:
+
+        def loss(x):
+            return mutagrad.checkpointed(block, x)
+
+        for mode in ("poison", "snapshot"):
+            (got,) = mutagrad.gradient(loss, X4, mode=mode)
+            (want,) = mutagrad.gradient(block, X4, mode=mode)
+            np.testing.assert_allclose(got, want, rtol=1e-13)
+        check_gradient(loss, X4)
+    finally:
+        clear_rule(cube)
 
 
 def test_writing_the_checkpointed_output_afterwards_is_fine():

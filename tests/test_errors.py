@@ -1128,6 +1128,18 @@ def checkpointed_recomputes_another_value():
 
 
 @trigger
+def checkpointed_recomputes_the_same_value_another_way():
+    settings = {"k": 1.0, "c": 0.0}
+
+    def loss(x):
+        y = mutagrad.checkpointed(lambda v: np.sum(v * settings["k"]) + settings["c"], x)
+        settings.update(k=2.0, c=-10.0)  # the same value at X, another gradient
+        return y
+
+    mutagrad.gradient(loss, X)
+
+
+@trigger
 def checkpointed_writes_a_raw_array_it_closes_over():
     table = np.ones(4)
 

@@ -28,19 +28,50 @@ so ``checkpointed`` refuses, with an error naming the problem:
   recomputation's pullbacks read: the backward pass raises
   ``PoisonedCaptureError`` (for an argument, snapshot mode copies it);
 * a recomputation that returns a different value (``f`` draws random numbers,
-  or reads state the watch could not reach): the backward pass raises.
+  or reads state the watch could not reach): the backward pass raises;
+* a recomputation that returns the same value but would not pull back the
+  same way: state ``f`` reads (a closure variable, a global, an attribute,
+  an array the watch does not reach, a random draw) changed, or a branch went
+  another way. The backward pass raises, naming the first operation that
+  differs and its line.
+
+Why the gradient is right when nothing is refused. Both runs record ``f`` on
+a nesting level of its own, the arguments that carry a gradient (and the
+closed-over values that do) as its inputs, every other argument reaching
+``f`` as the same constant. Each run's tape is fingerprinted
+(:mod:`mutagrad.tape_fingerprint`): per node, its rule, which input or
+earlier node each of its inputs is, its output's shape and dtype, and a hash
+of everything its pullback reads besides the cotangent (saved arrays' bytes,
+saved numbers and keywords, a user pullback's closure; a nested block's own
+fingerprint). A node's pullback is a function of exactly these and of the
+cotangent it receives, and the sweep hands each cotangent on along the
+inputs; so if the fingerprints are equal (and the output is the same node),
+the sweep of the second tape computes, node by node, what the sweep of the
+first would have computed: the gradient without checkpointing. A node whose
+pullback reads nothing of a changed value (``z + c``) does not depend on it,
+so that change is not refused. Cost: each run hashes every value the
+block's pullbacks save once, one pass over that memory; nothing is hashed
+outside ``checkpointed``.
 
 Limits: arrays reachable only through paths the watch does not follow (a
 module attribute read by a function that ``f`` calls, a weak reference, a C
-extension's state) are not watched; a write to them is caught only if it
-changes the recomputed value. In snapshot mode a later write to a watched
-array that the recomputation reads raises SnapshotUnavailableError (the
+extension's state) are not watched: a write to them during ``f`` is not
+refused, and one between the forward and the backward pass is caught by the
+fingerprint (or the value) where a pullback reads it, not where it is
+written. The fingerprint sees into a user pullback's or hook's closure a few
+levels deep, and into objects only through their attributes: state a
+closure keeps in a C extension's object (a random generator) is not
+compared. It compares bits: a block must compute the same bits from the same
+values, as numpy does (one that calls a library whose results vary from run
+to run would be refused). In snapshot mode a later write to a watched array
+that the recomputation reads raises SnapshotUnavailableError (the
 recomputation reads the array itself, not a copy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -71,6 +102,7 @@ from mutagrad.diagnostics.sites import (
 from mutagrad.errors import MutagradError
 from mutagrad.freezing import Frozen, can_freeze
 from mutagrad.reachable import reachable_values
+from mutagrad.tape_fingerprint import TapePrint, first_difference, tape_fingerprint
 from mutagrad.traced.value import (
     BORROWED,
     WrappedArray,
@@ -110,34 +142,48 @@ class CheckpointRule(Rule):
         for guard in kw["guards"]:
             guard.read()  # raises PoisonedCaptureError if a watched array was overwritten
         recording = bk.recording and bk.needs_recording(node, g)
-        closed = kw["closed"]
-        n_args = len(node.inputs) - len(closed)
+        closed, traced, name = kw["closed"], kw["traced"], kw["name"]
+        # The arguments that carried a gradient are inputs of the recomputation; every
+        # other one reaches f as it did the first time (a constant, so that the second
+        # tape can be the first one again).
         values = []
-        for inp, saved, constant in zip(node.inputs, kw["saved"], kw["constants"]):
-            if saved is None:
-                values.append(constant)
-            elif recording and inp is not None:
-                values.append(bk.traced(saved.read(), inp))
-            else:
-                values.append(saved.read())
-        args = kw["rebuild"](values)
+        for i in traced:
+            data = kw["saved"][i].read()
+            values.append(bk.traced(data, node.inputs[i]) if recording else data)
+        received = list(kw["constants"])
+        for i, saved in enumerate(kw["saved"]):
+            if saved is not None and i not in traced:
+                received[i] = _segment_wrapper(saved.read(), None)
+        raw = [x for x in received if is_raw_array(x)]
+
+        def again(*traced_values: Any) -> Any:
+            for i, w in zip(traced, traced_values):
+                received[i] = w
+            with _read_only(raw, name, kw["site"]):
+                return kw["f"](*kw["rebuild"](received))
+
         # A recomputation that is not itself differentiated gets a tape of its own.
         token = STATE.set(STATE.get() if recording else None)
         try:
-            call = GradientCall(args, kw["mode"])
+            call = GradientCall(tuple(values), kw["mode"])
+            n_args = len(node.inputs) - len(closed)
             links: list[Node | None] = (
                 list(node.inputs[n_args:]) if recording else [None] * len(closed)
             )
             bound = _bind(closed, call.tape, call.trace.bit, links)
             call.param_nodes.extend(b for _, _, b in bound)  # the sweep stops at them
             try:
-                out = call.run(kw["f"])
-                out_node = _output_node(call, out, kw["name"])
-                _check_same_value(out, kw["output"], kw["name"], kw["site"])
+                out = call.run(again)
+                out_node = _output_node(call, out, name)
+                _check_same_value(out, kw["output"], name, kw["site"])
+                inputs = [*call.inputs, *(b for _, _, b in bound)]
+                second = tape_fingerprint(inputs, call.tape.nodes[call.start :], out_node)
+                _check_same_tape(kw["fingerprint"], second, name, kw["site"])
                 inner = call.sweep(out_node, g) if out_node is not None else None
-                sources = [(call.leaves[i], call.inputs[i]) for i in range(n_args)]
+                targets = [node.inputs[i] for i in traced] + list(node.inputs[n_args:])
+                sources = list(zip(call.leaves, call.inputs))
                 sources += [(w, b) for w, _, b in bound]
-                for inp, (value, source) in zip(node.inputs, sources):
+                for inp, (value, source) in zip(targets, sources):
                     if inner is None or inp is None or source is None or not inp.tag & bk.bit:
                         continue
                     cot = input_gradient(value, source, inner)
@@ -148,6 +194,16 @@ class CheckpointRule(Rule):
                 call.finish()
         finally:
             STATE.reset(token)
+
+    def pullback_reads(self, node: Node) -> tuple[Any, ...]:
+        """The saved arguments, the constants, the output and the block's own fingerprint:
+        an enclosing block that recomputes this one compares what it would sweep."""
+        kw = node.aux
+        assert kw is not None
+        saved = [s.data if type(s) is _SavedScalar else s for s in kw["saved"]]
+        output = kw["output"]
+        return (saved, kw["constants"], kw["fingerprint"].digest(),
+                output.data if type(output) is _SavedScalar else output)  # fmt: skip
 
     def poison_fixes(self, capture: Capture) -> list[list[str]] | None:
         """Fixes for a poisoned guard: an array ``f`` reads from its closure, written later.
@@ -199,9 +255,47 @@ def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
         )
 
 
-def _segment_wrapper(leaf: WrappedValue, leaf_node: Node) -> WrappedValue:
-    """``leaf``'s value for the segment: its memory borrowed (copied on a write) when possible."""
-    data = leaf._raw
+def _check_same_tape(first: TapePrint, again: TapePrint, name: str, site: Site | None) -> None:
+    """Refuse a recomputation that recorded other operations, or whose pullbacks would
+    read other values, than the forward pass's run: its gradient would not be the one
+    of the value returned, even where the value is the same."""
+    difference = first_difference(first, again)
+    if difference is None:
+        return
+    i, reason = difference
+    rule, _, _, at = again.nodes[i] if i < len(again.nodes) else first.nodes[i]
+    where = f"{rule.name} at\n{format_site(at, '        ')}\n    "
+    if reason == "reads":
+        what = (f"{where}read other values the second time (a number or an array it takes "
+                "from outside its arguments changed).")  # fmt: skip
+    elif reason == "rule":
+        what = (f"{where}ran where the first run had {first.nodes[i][0].name} at "
+                f"{describe_site(first.nodes[i][3])}: a branch went another way.")  # fmt: skip
+    elif reason == "structure":
+        what = (f"{where}was applied to other operands, or gave a result of another shape, "
+                "the second time: a branch went another way.")  # fmt: skip
+    elif reason == "count":
+        what = (f"the first run recorded {len(first.nodes)} operations and the second "
+                f"{len(again.nodes)}; the first that only one of them recorded is {where}(a loop "
+                "or a branch went another way).")  # fmt: skip
+    else:
+        what = "it returned another of the values it computed the second time."
+    raise MutagradError(
+        f"checkpointed({name}) did not compute the same way when the backward pass ran it "
+        "again, so its gradient would be wrong, even where its value is the same.\n"
+        f"    checkpointed at {describe_site(site)}\n"
+        f"    The first difference: {what}\n"
+        "A checkpointed function must compute the same thing every time: the state it reads "
+        "(a variable it closes over, a global, an attribute, a random number generator) must "
+        "not change between the forward and the backward pass.\n"
+        f"Fix: pass what it reads to checkpointed as arguments, whose values it keeps from the "
+        f"call (checkpointed(lambda h, p: ..., x, p)); or call {name} without checkpointed."
+    )
+
+
+def _segment_wrapper(data: Any, leaf_node: Node | None) -> WrappedValue:
+    """An argument's value ``data`` as the segment receives it, with node ``leaf_node``
+    (None: a constant): its memory borrowed (copied on a write) when possible."""
     if not isinstance(data, np.ndarray):
         w = wrap(data)
     elif data.flags.writeable and is_dense(data):
@@ -262,19 +356,28 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     outer_nodes = [node_of(x, trace.tape) if isinstance(x, WrappedValue) else None for x in leaves]
     if all(n is None for n in outer_nodes):
         return f(*args)  # no argument carries a gradient: nothing to recompute
-    block = _Block(f, trace, leaves, rebuild)
+    block = _Block(f, trace, leaves, rebuild, outer_nodes)
     out = block.run_once()
     block.check_what_it_did(out)
-    return block.record(out, outer_nodes)
+    return block.record(out)
 
 
 class _Block:
     """One checkpointed call, in named steps: what ``f`` can reach, its run on a segment
     level of its own, the checks of what it did, and the one node that replaces it."""
 
-    def __init__(self, f: Callable[..., Any], trace: Trace, leaves: list[Any], rebuild: Any):
+    def __init__(
+        self,
+        f: Callable[..., Any],
+        trace: Trace,
+        leaves: list[Any],
+        rebuild: Any,
+        outer_nodes: list[Node | None],
+    ):
         self.f, self.trace, self.tape = f, trace, trace.tape
-        self.leaves, self.rebuild = leaves, rebuild
+        self.leaves, self.rebuild, self.outer_nodes = leaves, rebuild, outer_nodes
+        # The arguments that carry a gradient: inputs of the segment; the others are constants.
+        self.traced = [i for i, n in enumerate(outer_nodes) if n is not None]
         self.name = _function_name(f)
         self.site = user_site()
         self.watched, scalars, self.raw = reachable_values(f)
@@ -304,32 +407,26 @@ class _Block:
         tape.journal = journal
         journal_start = len(journal)
         self.segment_args = [
-            _segment_wrapper(x, input_node(tape, segment.bit, None, x))
+            _segment_wrapper(
+                x._raw, input_node(tape, segment.bit, None, x) if outer is not None else None
+            )
             if isinstance(x, WrappedValue)
             else x
-            for x in self.leaves
+            for x, outer in zip(self.leaves, self.outer_nodes)
         ]
         self.received = self.rebuild(self.segment_args)
         self.argument_versions = [(w, w._version) for w in self.segment_args
                                   if isinstance(w, WrappedArray)]  # fmt: skip
         bound = _bind(self.closed, tape, segment.bit, [None] * len(self.closed))
-        read_only = Frozen()
-        read_only.freeze([a for a in self.raw + [x for x in self.leaves if is_raw_array(x)]
-                          if a.base is None or can_freeze(a)])  # fmt: skip
+        self.inputs = [self.segment_args[i]._node for i in self.traced]
+        self.inputs += [b for _, _, b in bound]
         token = STATE.set(segment)
         try:
-            return self.f(*self.received)
-        except ValueError as error:
-            if "read-only" in str(error) and read_only.arrays:
-                raise _write_refused(
-                    self.name, self.site,
-                    "an ndarray that it did not create (an argument, or an array it closes over)",
-                    innermost_user_site(error.__traceback__),
-                ) from error  # fmt: skip
-            raise
+            with _read_only(self.raw + [x for x in self.leaves if is_raw_array(x)],
+                            self.name, self.site):  # fmt: skip
+                return self.f(*self.received)
         finally:
             STATE.reset(token)
-            read_only.thaw()
             _unbind(bound)
             if own_journal:
                 tape.journal = None
@@ -365,15 +462,19 @@ class _Block:
                 "concatenated (np.concatenate) and split the result."
             )
 
-    def record(self, out: Any, outer_nodes: list[Node | None]) -> Any:
+    def record(self, out: Any) -> Any:
         """Replace the segment's nodes by one CHECKPOINT node: its inputs, what it saves
-        (the arguments, guards on the arrays it closes over, the output) and ``f``."""
+        (the arguments, guards on the arrays it closes over, the output, the segment's
+        fingerprint) and ``f``."""
         tape, leaves = self.tape, self.leaves
         out_node = node_of(out, tape) if isinstance(out, WrappedValue) else None
         if out_node is None:
             _drop_segment(tape, self.start, self.recorded, self.watched, None)
             return out  # a constant: nothing to differentiate
-        inputs = (*outer_nodes, *self.closed_nodes)
+        # (before the segment's captures go: the hash reads what its pullbacks would; and
+        # from the tape, which holds the node node_of has just made for an output view)
+        fingerprint = tape_fingerprint(self.inputs, tape.nodes[self.start :], out_node)
+        inputs = (*self.outer_nodes, *self.closed_nodes)
         tag = 0
         for n in inputs:
             if n is not None:
@@ -402,6 +503,8 @@ class _Block:
             "rebuild": self.rebuild,
             "saved": saved,
             "constants": [None if isinstance(x, WrappedValue) else x for x in leaves],
+            "traced": self.traced,
+            "fingerprint": fingerprint,
             "closed": self.closed,
             "guards": guards,
             "output": output,
@@ -479,6 +582,26 @@ def _write_refused(name: str, site: Any, what: str, write_site: Site | None) -> 
         f"or change {name} so that it writes only arrays it creates (a copy it makes) and "
         "returns what the caller needs."
     )
+
+
+@contextlib.contextmanager
+def _read_only(arrays: list[np.ndarray], name: str, site: Site | None) -> Iterator[None]:
+    """``arrays`` read-only while the block runs: numpy refuses a write to them, and the
+    refusal is raised as checkpointed's, naming the line."""
+    frozen = Frozen()
+    frozen.freeze([a for a in arrays if a.base is None or can_freeze(a)])
+    try:
+        yield
+    except ValueError as error:
+        if "read-only" in str(error) and frozen.arrays:
+            raise _write_refused(
+                name, site,
+                "an ndarray that it did not create (an argument, or an array it closes over)",
+                innermost_user_site(error.__traceback__),
+            ) from error  # fmt: skip
+        raise
+    finally:
+        frozen.thaw()
 
 
 __all__ = ["checkpointed"]

@@ -31,7 +31,7 @@ def _is_library(obj: Any) -> bool:
     return module.split(".")[0] in ("numpy", "mutagrad", "builtins", "functools", "attr", "attrs")
 
 
-def _children(obj: Any) -> list[Any]:
+def children(obj: Any) -> list[Any]:
     """The objects ``obj`` refers to that code running it could reach."""
     if isinstance(obj, (list, tuple, set, frozenset)):
         return list(obj)
@@ -105,5 +105,5 @@ def reachable_values(
             continue
         if isinstance(obj, _ATOMS) or depth >= _MAX_DEPTH:
             continue
-        stack.extend((child, depth + 1) for child in _children(obj))
+        stack.extend((child, depth + 1) for child in children(obj))
     return list(wrapped.values()), list(scalars.values()), list(raw.values())

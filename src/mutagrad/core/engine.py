@@ -507,6 +507,16 @@ class Rule:
         (mutagrad.diagnostics.advice) apply."""
         return None
 
+    def pullback_reads(self, node: Node) -> tuple[Any, ...]:
+        """Everything ``node``'s pullback reads besides the cotangent and the input nodes.
+
+        ``checkpointed`` fingerprints it to tell a recomputation that would
+        pull back differently (:mod:`mutagrad.tape_fingerprint`): ``saved``
+        and ``aux``, unless a rule keeps there what its pullback does not read
+        (arrays held for their addresses only), and says what it reads instead.
+        """
+        return (node.saved, node.aux)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 

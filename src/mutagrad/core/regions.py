@@ -171,6 +171,9 @@ class ViewReadRule(Rule):
             kwargs = node.aux = {"region": Region(view, base)}
         return kwargs["region"]
 
+    def pullback_reads(self, node: Node) -> tuple[Any, ...]:
+        return (self.region(node),)  # (not the arrays' data, nor the base's version)
+
     def backward(self, node: Node, g: Any, owned: bool, bk: BackwardPass) -> None:
         (base_node,) = node.inputs
         if base_node is None or not base_node.tag & bk.bit:
@@ -206,9 +209,7 @@ class WriteRule(Rule):
         if element is not None and not (bk.recording and bk.needs_recording(node, g)):
             self._element_backward(node, g, owned, bk, element)
             return
-        region = kw.get("region")
-        if region is None:
-            region = kw["region"] = Region(kw.pop("view"), kw.pop("base"))
+        region = self.region(node)
         kind, index, winners = kw["kind"], kw["index"], kw["winners"]
         old_input, value_input = node.inputs
         bit = bk.bit
@@ -236,6 +237,25 @@ class WriteRule(Rule):
             else:
                 _zero_in_place(g, region, kind, index)
                 bk.accumulate(old_node, g, owned=True)
+
+    @staticmethod
+    def region(node: Node) -> Region:
+        """The region written, computed on first use from the place's view and base."""
+        kw = node.aux
+        assert kw is not None
+        region = kw.get("region")
+        if region is None:
+            region = kw["region"] = Region(kw.pop("view"), kw.pop("base"))
+        return region
+
+    def pullback_reads(self, node: Node) -> tuple[Any, ...]:
+        """The place written, not the data of its view and base: one element's index
+        alone (which fixes its region), else the region and what indexes it."""
+        kw = node.aux
+        assert kw is not None
+        if kw["element"] is not None:
+            return (kw["element"],)
+        return (self.region(node), kw["kind"], kw["index"], kw["winners"])
 
     @staticmethod
     def _element_backward(node: Node, g: Any, owned: bool, bk: BackwardPass, key: Any) -> None:
