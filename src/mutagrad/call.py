@@ -44,6 +44,7 @@ from mutagrad.core.engine import (
     Trace,
     backward,
     collector_paused,
+    current_trace,
     raise_other_thread_error,
     sparse_is_wrapped,
 )
@@ -177,7 +178,7 @@ class GradientCall:
         borrow: bool = True,
     ):
         policy = MODE.get() if mode_name is None else mode_named(mode_name)
-        parent = self.parent = STATE.get()
+        parent = self.parent = current_trace()
         trace = self.trace = self._level(parent, policy)
         tape = self.tape = trace.tape
         # A call inside another on its tape: that call releases it. A reverse level

@@ -87,6 +87,7 @@ from mutagrad.core.engine import (
     Trace,
     WriteRecord,
     capture,
+    current_trace,
 )
 from mutagrad.core.memory import is_dense
 from mutagrad.core.modes import POISON
@@ -163,7 +164,7 @@ class CheckpointRule(Rule):
                 return kw["f"](*kw["rebuild"](received))
 
         # A recomputation that is not itself differentiated gets a tape of its own.
-        token = STATE.set(STATE.get() if recording else None)
+        token = STATE.set(current_trace() if recording else None)
         try:
             call = GradientCall(tuple(values), kw["mode"])
             n_args = len(node.inputs) - len(closed)
@@ -348,7 +349,7 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     refused and why. Outside a gradient call, or when no argument carries a
     gradient, it just calls ``f``.
     """
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None or trace.forward:
         # (A forward level keeps nothing to recompute: f runs, its tangents computed as it goes.)
         return f(*args)

@@ -48,12 +48,12 @@ import numpy as np
 
 from mutagrad.core.engine import (
     ANS,
-    STATE,
     BackwardPass,
     CallRule,
     Node,
     VjpRule,
     capture,
+    current_trace,
 )
 from mutagrad.core.jvps import involves_complex
 from mutagrad.core.record import owned_value, push
@@ -393,7 +393,7 @@ class ClosureRule(CallRule):
 
     def call(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
         kwargs = kwargs or {}
-        trace = STATE.get()
+        trace = current_trace()
         tape = trace.tape if trace is not None else None
         # A tuple or list holding traced values (args=(k, c)) is one argument whose
         # elements are inputs of the node: ``leaves`` are the arguments' traced parts.

@@ -22,7 +22,14 @@ import attrs
 import numpy as np
 
 from mutagrad.call import GradientCall, first_output, scalar_seed
-from mutagrad.core.engine import STATE, Capture, Node, VjpRule, WriteRecord, collector_paused
+from mutagrad.core.engine import (
+    Capture,
+    Node,
+    VjpRule,
+    WriteRecord,
+    collector_paused,
+    current_trace,
+)
 from mutagrad.core.memory import describe_part
 from mutagrad.core.regions import VIEW_READ, WRITE
 from mutagrad.core.trees import flatten
@@ -199,7 +206,7 @@ def explain(
     ``writes`` and ``lines`` keep some operations (see :meth:`Explanation.only`).
     Keyword arguments other than these reach ``f``, undifferentiated.
     """
-    if STATE.get() is not None:
+    if current_trace() is not None:
         raise MutagradError(
             "explain cannot run inside a gradient call.\n"
             "Fix: call mutagrad.explain(f, *args) on its own, outside gradient."

@@ -44,6 +44,7 @@ from mutagrad.core.engine import (
     Trace,
     VjpRule,
     collector_paused,
+    current_trace,
 )
 from mutagrad.core.modes import FORWARD, Mode
 from mutagrad.core.record import input_node
@@ -336,7 +337,7 @@ def jvp(
     out, tangents_out, call = _forward(run, leaves, seeds, 1)
     result = flatten(out)[1]([None if t is None else call.returned(t[0]) for t in tangents_out])
     if has_aux:
-        return out, result, aux.aux if STATE.get() is not None else _unwrapped(aux.aux)
+        return out, result, aux.aux if current_trace() is not None else _unwrapped(aux.aux)
     return out, result
 
 
@@ -479,7 +480,7 @@ def _check_derivative_carried(out: Any) -> None:
         return  # (no number at all: refused once the output is read)
     if not isinstance(out, (bool, np.bool_)) and np.result_type(data).kind not in "biu":
         return
-    if isinstance(out, WrappedValue) and tangent_of(out, STATE.get()) is not None:
+    if isinstance(out, WrappedValue) and tangent_of(out, current_trace()) is not None:
         return
     raise NotDifferentiableError(
         "jacfwd needs f to return floating-point values, but it returned an integer or "
@@ -515,7 +516,7 @@ def _jacfwd(
         for leaf, j in zip(selection.leaves, jacobians)
     ])  # fmt: skip
     if has_aux:
-        return result, aux.aux if STATE.get() is not None else _unwrapped(aux.aux)
+        return result, aux.aux if current_trace() is not None else _unwrapped(aux.aux)
     return result
 
 
@@ -586,7 +587,7 @@ def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any,
     def run(*xs: Any) -> Any:
         return f(*rebuild(list(xs)), **kwargs)
 
-    journal = Journal() if STATE.get() is None else None
+    journal = Journal() if current_trace() is None else None
     seeds = [
         np.zeros((1, *np.shape(_data(p))), _tangent_dtype(p)) if _carries_tangent(p) else None
         for p in leaves
@@ -622,7 +623,7 @@ def linearize(f: Callable[..., Any], *primals: Any, **kwargs: Any) -> tuple[Any,
     def rerun_reason(tangents: tuple[Any, ...]) -> str | None:
         if reruns is not None:
             return reruns
-        if STATE.get() is not None:
+        if current_trace() is not None:
             return "f_jvp was called inside a gradient call or transform"
         if any(isinstance(t, WrappedValue) for t in flatten(tangents)[0]):
             return "a tangent is a traced value"
@@ -807,7 +808,7 @@ def forwarddiff(f: Callable[..., Any], x: Any, *, chunk_threshold: int | None = 
     second derivative through the block (the Jacobian is a constant to the
     call's own sweep).
     """
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None or not isinstance(x, WrappedValue) or not any_active((x,)):
         return f(x)
     if trace.parent is not None or trace.forward:

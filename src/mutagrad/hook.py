@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from mutagrad.core.engine import (
-    STATE,
     BackwardPass,
     Node,
     Rule,
+    current_trace,
     read_only,
 )
 from mutagrad.core.record import push
@@ -58,7 +58,7 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     value that carries no gradient, ``hook`` returns ``x`` itself; otherwise
     it returns a copy of ``x`` that carries the hook.
     """
-    trace = STATE.get()
+    trace = current_trace()
     if not isinstance(x, WrappedValue):
         leaves, _ = flatten(x)
         if trace is not None and any(isinstance(leaf, WrappedValue) for leaf in leaves):

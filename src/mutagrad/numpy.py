@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as _np
 
-from mutagrad.core.engine import STATE as _STATE
+from mutagrad.core.engine import current_trace as _current_trace
 from mutagrad.core.memory import copy_keeping_layout as _copy_keeping_layout
 from mutagrad.errors import NotDifferentiableError as _NotDifferentiableError
 from mutagrad.traced.value import WrappedArray as _WrappedArray
@@ -63,7 +63,7 @@ _SEQUENCES = (list, tuple)
 def _untraced(*values: Any) -> bool:
     """No gradient call runs and no WrappedValue is among ``values``: numpy's result is the
     answer (a WrappedArray made here would outlive the call as a version-tracked constant)."""
-    return _STATE.get() is None and not _holds_wrapped(values)
+    return _current_trace() is None and not _holds_wrapped(values)
 
 
 def _constructor(numpy_function: Any) -> Any:

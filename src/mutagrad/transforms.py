@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from mutagrad.call import call_with_gradient, owned_data, unwrap_output
-from mutagrad.core.engine import STATE
+from mutagrad.core.engine import current_trace
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
@@ -417,7 +417,7 @@ def vjp(
         return selection.per_argument(_filled(selection.leaves, derivatives))
 
     if has_aux:
-        if STATE.get() is not None:  # nested: aux stays traced, as the value does
+        if current_trace() is not None:  # nested: aux stays traced, as the value does
             return out, vjp_fn, aux.aux
         return out, vjp_fn, unwrap_output(aux.aux, owned_data)  # copies what vjp_fn reads
     return out, vjp_fn

@@ -25,7 +25,7 @@ from mutagrad.call import (
     nested_output,
     owned_data,
 )
-from mutagrad.core.engine import STATE, Node, Trace, backward, collector_paused
+from mutagrad.core.engine import STATE, Node, Trace, backward, collector_paused, current_trace
 from mutagrad.core.tangents import cotangent_dtype
 from mutagrad.core.trees import flatten
 from mutagrad.diagnostics.tracebacks import api_boundary
@@ -135,7 +135,7 @@ def _check_enclosing_call_open(parent: Trace) -> None:
     Its tape belongs to that call, and a sweep recorded at any other level would
     not be differentiated by it.
     """
-    level = STATE.get()
+    level = current_trace()
     while level is not None and level is not parent:
         level = level.parent
     if level is None:

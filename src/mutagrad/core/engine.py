@@ -292,6 +292,10 @@ def refuse_other_thread_write(trace: Trace, operation: str, site: Site | None) -
 
 
 STATE: ContextVar[Trace | None] = ContextVar("mutagrad_trace", default=None)
+# STATE.get, bound once: CPython 3.11 does not specialise a method load on a ContextVar,
+# so ``STATE.get()`` makes and frees a bound method on every call (~460 instructions,
+# once per traced operation).
+current_trace = STATE.get
 # The traces whose function is running now, in any thread (api.GradientCall.run
 # appends and removes them). Where no trace is active, a traced value of one of
 # their tapes came from another thread; while this is empty, none can have.

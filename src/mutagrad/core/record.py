@@ -44,13 +44,13 @@ from numpy import float64, ndarray  # (by name: see the module docstring)
 from mutagrad.core.engine import (
     IDENTITY,
     LEAF,
-    STATE,
     TRACED,
     Node,
     Tape,
     Trace,
     VjpRule,
     capture,
+    current_trace,
 )
 from mutagrad.core.tangents import Meta
 from mutagrad.diagnostics.sites import Site
@@ -248,7 +248,7 @@ def save_value(raw: Any, arg: Any, node: Node, mode: Any) -> Any:
     if issubclass(kind, list):
         return np.array(raw)
     if issubclass(type(arg), TRACED.kind):
-        trace = STATE.get()
+        trace = current_trace()
         if trace is not None and trace.forward:
             # A traced scalar under forward levels is kept as itself: its tangents (set
             # once, when it is made: a scalar is never written) are what the forward

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, BackwardPass, Node, Rule
+from mutagrad.core.engine import BackwardPass, Node, Rule, current_trace
 from mutagrad.core.jvps import TRANSPOSED, hand, linear
 from mutagrad.core.record import push
 from mutagrad.core.regions import BASIC_INDEX, scatter
@@ -154,7 +154,7 @@ def completed_with_nan(tangent, full_shape, function):
     full = np.full((*np.shape(tangent)[:-2], *full_shape), np.nan, np.result_type(tangent))
     rows, columns = np.shape(tangent)[-2:]
     full[..., :rows, :columns] = tangent
-    trace = STATE.get()
+    trace = current_trace()
     for level in trace.forward if trace is not None else ():  # (None: linearize's replay)
         if not level.arbitrary_function:
             level.arbitrary_function, level.arbitrary_basis = function, user_site()
@@ -405,7 +405,7 @@ _TRANSPOSED_SVD = TRANSPOSED.bind(DECOMPOSITION.applied, DECOMPOSITION.vjps)
 def svd_factors(rule, a, u, s, vh, full_matrices):
     """``U, S, Vh``, computed already, as the outputs of one node of ``rule`` (see above)."""
     packed = apply(rule, (a,), {"full_matrices": full_matrices}, pack_svd(u, s, vh))
-    trace = STATE.get()
+    trace = current_trace()
     m, n = u.shape[-2], vh.shape[-1]
     if trace is not None and trace.forward:  # the factors' tangents: the general path
         params = {"m": m, "n": n, "full_matrices": full_matrices}

@@ -35,7 +35,7 @@ from typing import Any
 
 from numpy import may_share_memory, ndarray
 
-from mutagrad.core.engine import EXPORTED, STATE, Node, Rule
+from mutagrad.core.engine import EXPORTED, Node, Rule, current_trace
 from mutagrad.core.modes import SNAPSHOT
 from mutagrad.core.record import push
 from mutagrad.diagnostics.messages import (
@@ -82,7 +82,7 @@ class AliasWatch:
         out = self.output()
         if out is None:
             return
-        trace = STATE.get()
+        trace = current_trace()
         tangents = out._tangents
         if tangents and trace is not None and any(level in tangents for level in trace.forward):
             raise NotDifferentiableError(aliased_read_message(self.name, self.site, write, True))

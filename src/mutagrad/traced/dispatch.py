@@ -36,7 +36,7 @@ import numpy as np
 from numpy import float64, ndarray  # (by name: see mutagrad.core.record)
 
 from mutagrad.core import engine
-from mutagrad.core.engine import RUNNING, STATE, CallRule, Node, VjpRule
+from mutagrad.core.engine import RUNNING, CallRule, Node, VjpRule, current_trace
 from mutagrad.core.record import owned_value, record, record1, record2, save_output
 from mutagrad.core.registry import (
     FUNCTION_RULES,
@@ -98,7 +98,7 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
     The same as ``apply`` followed by ``record``, unrolled for two operands:
     every arithmetic operator in a traced loop comes through here.
     """
-    trace = STATE.get()
+    trace = current_trace()
     tape = trace.tape if trace is not None else None
     # operand, inlined for the common case of a traced value that is not a view (told by
     # its type: isinstance of anything else looks up its __class__).
@@ -165,7 +165,7 @@ def binary(ufunc: np.ufunc, pyop: Any, a: Any, b: Any) -> Any:
 
 def unary(ufunc: np.ufunc, pyop: Any, a: WrappedArray) -> Any:
     """``<op> a`` or ``ufunc(a)``: :func:`binary` for one operand."""
-    trace = STATE.get()
+    trace = current_trace()
     ra, na = operand(a, trace.tape if trace is not None else None)
     result = pyop(ra)
     kind = type(result)
@@ -352,7 +352,7 @@ def apply(
     """
     if type(rule) is not VjpRule:
         return rule.call(args, kwargs)  # a user's closure rule (mutagrad.custom.ClosureRule)
-    trace = STATE.get()
+    trace = current_trace()
     tape = trace.tape if trace is not None else None
     raw = []
     nodes: list[Node | None] = []
@@ -411,7 +411,7 @@ def apply_one(
     :func:`apply` unrolled for a recorded operation without forward levels; anything
     else goes there (``tests/core/test_fast_paths.py`` runs both on the same programs).
     """
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None or trace.forward:
         return apply(rule, (a,), kwargs, result)
     ra, na = operand(a, trace.tape)

@@ -49,7 +49,7 @@ from weakref import getweakrefcount
 
 import numpy as np
 
-from mutagrad.core.engine import STATE, ForwardTrace, VjpRule
+from mutagrad.core.engine import ForwardTrace, VjpRule, current_trace
 from mutagrad.core.registry import UFUNC_RULES
 from mutagrad.traced.tangents import set_tangent, tangent_of
 from mutagrad.traced.value import WrappedArray, WrappedValue, operand
@@ -131,7 +131,7 @@ def into_temporary(ufunc: np.ufunc, a: Any, b: Any) -> WrappedArray | None:
     is a structured one, refused with its dtype below.)
     """
     raw = a._raw
-    level = STATE.get()
+    level = current_trace()
     if type(level) is not ForwardTrace or level.parent is not None or level.journal is not None:
         return None
     if a._flags or a._node is not None or a._captures is not None or a._base is not None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy import float64, generic, ndarray  # (by name: see mutagrad.core.record)
 
-from mutagrad.core.engine import RUNNING, STATE, BackwardPass, Node, Rule
+from mutagrad.core.engine import RUNNING, BackwardPass, Node, Rule, current_trace
 from mutagrad.core.regions import BASIC_INDEX, FANCY_INDEX, scatter
 from mutagrad.core.tangents import BASIC, FANCY
 from mutagrad.diagnostics.sites import user_site_from
@@ -112,7 +112,7 @@ def getitem(w: WrappedArray, index: Any) -> Any:
     result = w._raw[key]
     if basic and type(result) is ndarray:
         return make_view(w, result)
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None:
         if RUNNING:  # a gradient call runs: is w its, and are we in another thread?
             check_thread(w, "indexing")

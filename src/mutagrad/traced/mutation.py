@@ -32,11 +32,11 @@ from numpy import generic, ndarray  # (by name: see mutagrad.core.record)
 from mutagrad.core.engine import (
     EXPORTED,
     RUNNING,
-    STATE,
     Node,
     Trace,
     VjpRule,
     WriteRecord,
+    current_trace,
     refuse_other_thread_write,
 )
 from mutagrad.core.memory import Region, copy_keeping_layout, layout_buffer
@@ -586,7 +586,7 @@ def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
 
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
     # (STATE first: isinstance would ask a traced scalar its __class__, a Python property)
-    if type(index) is int and STATE.get() is None and isinstance(value, _NUMBERS):
+    if type(index) is int and current_trace() is None and isinstance(value, _NUMBERS):
         # y[i] = number outside any gradient call: _assign_untraced's commonest
         # case, unrolled (an int index is its own normalized index).
         base = w._base
@@ -680,7 +680,7 @@ def assign(
     node needs one; by default assign's caller. Never a frame outside the
     user's: the walk goes outward from it.
     """
-    trace = STATE.get()
+    trace = current_trace()
     key, basic = indexing.normalize_index(index)
     if trace is None and mask is None and _assign_untraced(w, key, basic, value):
         return
@@ -743,7 +743,7 @@ def _assign_part(
     ``own``: the node of the operation whose result is written (its own saved inputs are
     kept, not poisoned).
     """
-    trace = STATE.get()
+    trace = current_trace()
     key, basic = indexing.normalize_index(index)
     value, raw_value, _, base = _checked_value(w, value, operation, trace)
     data = w._raw  # (after _checked_value: a borrowed array's memory may have moved)
@@ -1074,7 +1074,7 @@ def write_in_place(
     where only numpy's write and a new version are needed. ``caller``: where
     the walk to the user's site starts, as for :func:`assign`.
     """
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None and _write_in_place_untraced(inputs, out, perform):
         return out
     if caller is None:

@@ -45,8 +45,8 @@ from mutagrad.core import engine
 from mutagrad.core.engine import (
     EXPORTED,
     RUNNING,
-    STATE,
     Node,
+    current_trace,
     refuse_other_thread,
     refuse_other_thread_tangent,
 )
@@ -970,7 +970,7 @@ def _set_shape(w: WrappedValue, shape: Any) -> None:
         w._raw = reshaped
         w._node = None  # the cached read has the old shape
         return
-    trace = STATE.get()
+    trace = current_trace()
     old = w._node
     if old is not None:
         if trace is None or old.tape is not trace.tape:
@@ -1045,7 +1045,7 @@ def is_active(w: WrappedValue) -> bool:
     Where no call is active, a value of a call running in another thread is
     refused (:func:`check_thread`) rather than taken for a constant.
     """
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None:
         if RUNNING:  # a gradient call runs: is w its, and are we in another thread?
             check_thread(w, "a conversion")
@@ -1094,7 +1094,7 @@ def check_thread(w: WrappedValue, operation: str) -> None:
     base = w._base
     n = w._node if base is None or w._flags & PINNED else base._node
     if n is not None and not w._flags & DETACHED:
-        trace = STATE.get()
+        trace = current_trace()
         if isinstance(trace, engine.ForwardTrace) and trace.sealed is n.tape:
             raise NotDifferentiableError(forwarddiff_closure_message(user_site(3)))
         refuse_other_thread(n.tape, operation, user_site(3))
@@ -1114,7 +1114,7 @@ def runs_elsewhere(w: WrappedValue) -> bool:
 
 def any_active(values: Any) -> bool:
     """True when any WrappedArray among ``values`` (in nested lists and tuples) is active."""
-    trace = STATE.get()
+    trace = current_trace()
     if trace is None:
         return False
     for v in values:
