@@ -860,12 +860,26 @@ def output_of_an_output(view):
     return f
 
 
+def input_written_then_views_of_output_tested(view):
+    def f(x):
+        r = view(x)  # the caller's memory: the write copies it, and r's views follow
+        views = (r[::2], r.reshape(3, 1).T, view(view(x))[::2], view(r[::2])[::-1])
+        x[0] = 50.0
+        scale = 1.0
+        for v in views:  # each holds x[0]
+            scale = scale * (2.0 if np.max(v) > 10 else 1.0)
+        return np.sum(x * x) * scale
+
+    return f
+
+
 ALIASING_PROGRAMS = {
     write_through_output: REFUSED,
     argument_written_after_use: {"poison": RIGHT, "strict": REFUSED, "snapshot": RIGHT},
     argument_written_then_output_read: REFUSED,
     argument_written_then_output_tested: WRITES_REFUSED_IN_STRICT,
     input_written_then_output_tested: WRITES_REFUSED_IN_STRICT,
+    input_written_then_views_of_output_tested: WRITES_REFUSED_IN_STRICT,
     views_of_the_output: RIGHT,
     base_written_elsewhere: WRITES_REFUSED_IN_STRICT,
     output_of_an_output: REFUSED,
@@ -881,7 +895,8 @@ def test_a_rule_returning_memory_of_its_argument_behaves_as_numpy_or_is_refused(
         # cannot copy what a closure holds.
         expect = REFUSED
     elif kind == "rrule" and program in (argument_written_then_output_tested,
-                                         input_written_then_output_tested):  # fmt: skip
+                                         input_written_then_output_tested,
+                                         input_written_then_views_of_output_tested):  # fmt: skip
         expect = {**expect, "snapshot": REFUSED}
     check(program(ALIASING_RULES[kind]), np.array([1.0, 2.0, 3.0]), expect=expect)
 
@@ -975,6 +990,92 @@ def test_a_rule_returning_memory_of_a_plain_array_argument_is_refused():
     text = _message(f, np.array([1.0, 2.0, 3.0]))
     assert "shares memory with its argument 1, a plain numpy array" in text
     assert "r = second(x, c)" in text and "return a copy from second" in text
+
+
+# A rule's output over memory the rule did not allocate, and no argument's: plain numpy
+# writes to it bump no version, so what pullbacks save of it is copied when saved.
+HELD = np.array([1.0, 2.0, 3.0])
+
+
+@mutagrad.primitive
+def held_view(x):
+    return HELD[::-1]
+
+
+mutagrad.defvjp(held_view, lambda g, ans, x: 0.0 * g, reads=((),))
+
+
+@mutagrad.primitive
+def held_itself(x):
+    return HELD
+
+
+mutagrad.defvjp(held_itself, lambda g, ans, x: 0.0 * g, reads=((),))
+mutagrad.defjvp(held_itself, lambda t, ans, x: 0.0 * t)
+
+
+@mutagrad.primitive
+def held_by_rrule(x):
+    return HELD[:]
+
+
+@mutagrad.rrule(held_by_rrule)
+def _held_rule(x):
+    return HELD[:], lambda g: (np.zeros_like(g),)
+
+
+@mutagrad.primitive
+def held_constant(x):
+    return HELD
+
+
+mutagrad.non_differentiable(held_constant)
+
+HELD_RULES = [held_view, held_itself, held_by_rrule, held_constant]
+
+
+@pytest.mark.parametrize("rule", HELD_RULES, ids=lambda r: r.__name__)
+def test_what_pullbacks_save_of_a_rule_s_output_over_a_global_array_is_its_value_then(rule):
+    def f(x):
+        HELD[:] = [1.0, 2.0, 3.0]
+        r = rule(x)
+        z = r * x * r[::-1]
+        HELD[:] = 10.0  # numpy: r shows it, z does not
+        return np.sum(z) + np.sum(r * r)
+
+    check(f, np.array([1.0, 2.0, 3.0]), expect=RIGHT)
+
+    def g(x):
+        HELD[:] = [1.0, 2.0, 3.0]
+        return mutagrad.jvp(lambda y: np.sum(rule(y) * y), (x,), (np.ones(3),))[1]
+
+    if rule is held_itself:  # a forward level, and the tape around it
+        check(g, np.array([1.0, 2.0, 3.0]), expect=RIGHT)
+
+
+def test_a_differentiated_write_into_a_rule_s_output_over_a_global_array_is_refused():
+    def f(x):
+        HELD[:] = [1.0, 2.0, 3.0]
+        r = held_view(x)
+        r[0] = 3.0 * x[1]  # numpy: writes HELD, which then holds a value of x
+        return np.sum(HELD * x)
+
+    text = _message(f, np.array([1.0, 2.0, 3.0]))
+    assert "a user's rule returned it without allocating it" in text
+    assert "r[0] = 3.0 * x[1]" in text and "return new memory from the rule" in text
+
+    @mutagrad.primitive
+    def doubled_reversed(x):
+        return (2.0 * x)[::-1]  # a view of the rule's own temporary: new memory
+
+    mutagrad.defvjp(doubled_reversed, lambda g, ans, x: 2.0 * g[::-1], reads=((),))
+
+    def g(x):
+        r = doubled_reversed(x)
+        r[0] = 3.0 * x[1]
+        return np.sum(r * x)
+
+    check(g, np.array([1.0, 2.0, 3.0]), expect=WRITES_REFUSED_IN_STRICT)
 
 
 def test_a_rule_applied_to_a_constant_returns_numpy_s_writable_view():

@@ -563,6 +563,9 @@ class GradientCall:
             self.frozen.thaw()  # (self.thaw(), one call less)
         for w in self.borrowed:
             if w._views:  # views of an input and the input point at each other:
+                for v in w._views:  # (and an aliased output and its views)
+                    if v._views:
+                        v._views = []
                 w._views = []  # break the cycle, so that they are freed at once
         if self._rebound or self._claimed:
             self._unbind_parameters()

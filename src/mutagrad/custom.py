@@ -67,7 +67,12 @@ from mutagrad.errors import (
     MutagradError,
     NotDifferentiableError,
 )
-from mutagrad.traced.aliases import aliased_output, shared_argument
+from mutagrad.traced.aliases import (
+    aliased_output,
+    held_elsewhere,
+    shared_argument,
+    unowned_output,
+)
 from mutagrad.traced.dispatch import (
     apply,
     call_without_derivative,
@@ -406,9 +411,12 @@ class ClosureRule(CallRule):
         if trace is not None and trace.forward and tangents_among(tuple(flat), trace.forward):
             return self._transposed(args, kwargs, leaves, flat, raw_leaves, trace)
         if all(n is None for n in nodes):
-            return wrap_constant(self.function(*raw, **unwrap(kwargs)), args, raw)
+            y = self.function(*raw, **unwrap(kwargs))
+            unowned = held_elsewhere(y)
+            out = wrap_constant(y, args, raw)
+            return unowned_output(out) if unowned else out
         assert trace is not None and tape is not None  # (an argument has a node: a call runs)
-        y, back, source = self._run(args, kwargs, leaves, flat, raw_leaves)
+        y, back, source, unowned = self._run(args, kwargs, leaves, flat, raw_leaves)
         tag = 0
         for n in nodes:
             if n is not None:
@@ -424,6 +432,8 @@ class ClosureRule(CallRule):
             if isinstance(a, WrappedValue) and type(r) is np.ndarray
         ]
         out = wrap(y, node) if source is None else aliased_output(y, source, node, self.name)
+        if unowned:
+            unowned_output(out)
         if type(y) is np.ndarray:
             saved.append(capture(out, y, node, mode, closure=True))
         groups = [None if g is None else len(g) for g in (
@@ -434,9 +444,10 @@ class ClosureRule(CallRule):
     def _run(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
         raw_leaves: list[Any],
-    ) -> tuple[Any, Any, WrappedValue | None]:  # fmt: skip
-        """The rule's ``(y, pullback)`` on read-only raw arguments, and the argument whose
-        memory ``y`` shares (:mod:`mutagrad.traced.aliases`), if any."""
+    ) -> tuple[Any, Any, WrappedValue | None, bool]:  # fmt: skip
+        """The rule's ``(y, pullback)`` on read-only raw arguments, the argument whose
+        memory ``y`` shares (:mod:`mutagrad.traced.aliases`), if any, and whether ``y`` is
+        memory something else holds (:func:`~mutagrad.traced.aliases.held_elsewhere`)."""
         guarded_leaves = guarded_arguments(flat, raw_leaves)
         guarded = _regroup(args, leaves, guarded_leaves)
         try:
@@ -454,8 +465,9 @@ class ClosureRule(CallRule):
             )
         if _shares_memory(y, guarded_leaves) and not self._primal_aliases(args, kwargs, leaves,
                                                                           flat, raw_leaves):
-            return y.copy(), back, None  # (the rule's own alias: fn returns new memory)
-        return y, back, shared_argument(self.name, y, flat, guarded_leaves)
+            return y.copy(), back, None, False  # (the rule's own alias: fn returns new memory)
+        source = shared_argument(self.name, y, flat, guarded_leaves)
+        return y, back, source, source is None and held_elsewhere(y, back)
 
     def _primal_aliases(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
@@ -497,9 +509,11 @@ class ClosureRule(CallRule):
             raise MissingForwardRuleError(missing_forward_rule_message(self.name, "rrule"))
         if level.journal is not None:  # (its pullback reads what the closure holds, unseen)
             level.journal.give_up(f"the rrule for {self.name}, whose pullback is a closure")
-        y, back, source = self._run(args, kwargs, leaves, flat, raw_leaves)
+        y, back, source, unowned = self._run(args, kwargs, leaves, flat, raw_leaves)
         y = np.asarray(y) if not isinstance(y, (np.ndarray, np.generic)) else y
         out = wrap(y) if source is None else aliased_output(y, source, None, self.name)
+        if unowned:
+            unowned_output(out)
         tangents = [tangent_of(a, level) for a in flat]
         if not self.handles_complex and involves_complex(y, tangents):
             raise NotDifferentiableError(complex_message(self.name, user_site(), True))
@@ -642,7 +656,11 @@ def non_differentiable(fn: Any) -> Any:
         NONDIFFERENTIABLE.add(fn)
     else:
         raw = _raw_function(fn)
-        FUNCTION_RULES[fn] = lambda *args, **kwargs: call_without_derivative(raw, args, kwargs)
+
+        def rule(*args: Any, **kwargs: Any) -> Any:
+            return call_without_derivative(raw, args, kwargs, users=True)
+
+        FUNCTION_RULES[fn] = rule
     return fn
 
 

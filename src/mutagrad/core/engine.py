@@ -1119,7 +1119,9 @@ def complex_refusal(
 
 
 # A WrappedArray flag (see mutagrad.traced.value): np.asarray handed the array's
-# memory to numpy as a plain, writable ndarray, whose writes no version sees.
+# memory to numpy as a plain, writable ndarray, whose writes no version sees; or the
+# array is a user's rule's output over memory plain numpy code holds too
+# (mutagrad.traced.aliases).
 EXPORTED = 256
 
 

@@ -25,12 +25,23 @@ The output is an array of its own (not a view of the argument's base): its
 views read the rule's node, and at a forward level it carries the rule's
 tangent. A rule's output that shares memory with a plain ndarray argument
 (the private copy a rule receives) cannot be numpy's alias: refused.
+
+A rule's output may also be memory that is no argument's and that the rule did
+not allocate: a view of a global array, the global itself, a cached array
+(:func:`held_elsewhere`). Plain numpy code can write it behind its version, so
+it is ``EXPORTED`` (:func:`unowned_output`), as ``np.asarray`` makes an array:
+what pullbacks save of it is copied when saved, and a differentiated value
+written into it is refused (the other holders would read it without its
+derivative). The forward values stay numpy's: the output still views that
+memory. What mutagrad cannot see is a plain write to it *before* the output is
+used: the rule's node then stands for values it did not compute.
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
+from sys import getrefcount
 from typing import Any
 
 from numpy import may_share_memory, ndarray
@@ -145,9 +156,10 @@ def aliased_output(result: Any, source: WrappedValue, node: Node | None,
         base = watch.base
     out = WrappedArray(writable_view(result, source), node)  # (as the value f may return)
     out._flags = ALIASED | EXPORTED
-    if base._flags & BORROWED:  # (the caller's memory: a copy-on-write moves the output too)
-        assert base._views is not None
+    if base._flags & BORROWED:  # (the caller's memory: a copy-on-write moves the output, and
+        assert base._views is not None  # the views taken of it, too)
         base._views.append(out)
+        out._views = []
     tape = node.tape if node is not None else None
     watch = AliasWatch(out, base, name, user_site(), tape)
     _WATCHES[id(out)] = watch
@@ -176,3 +188,56 @@ def refuse_write_through(w: WrappedValue, operation: str) -> None:
     watch = _WATCHES.get(id(base))
     name, call = (watch.name, watch.site) if watch is not None else ("a rule", None)
     raise NotDifferentiableError(aliased_write_message(operation, name, call, user_site()))
+
+
+def held_elsewhere(result: Any, pullback: Any = None) -> bool:
+    """Whether ``result``, an output of a user's rule that shares no argument's memory,
+    may be memory something else holds: a global, a cache, a view of either (anything
+    but an array the rule allocated). ``pullback``: an rrule's, whose closure may hold
+    ``result`` (those references do not count).
+
+    Called right after the rule returned, with ``result`` held by one local of the
+    caller: reference counts then tell, conservatively (every holder of an array, a
+    view's ``base`` included, holds a reference; one too many only costs a copy).
+    """
+    if type(result) is not ndarray:
+        return False
+    held = _excess(result)
+    for cell in getattr(pullback, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # (an empty cell)
+            if cell.cell_contents is result:
+                held -= 1
+    return held > 0
+
+
+def _excess(result: ndarray) -> int:
+    """References to ``result``'s memory beyond those of a fresh array held by one local
+    of :func:`held_elsewhere`'s caller (calibrated at import: :func:`_probe`)."""
+    owner = result.base
+    if owner is None:
+        return getrefcount(result) - _FRESH[0]
+    if type(owner) is not ndarray:  # (a buffer: bytes, mmap...)
+        return 1
+    return getrefcount(owner) - _FRESH[1]
+
+
+def _probe(result: ndarray) -> int:
+    return _excess(result)  # (called as held_elsewhere calls it: one frame between)
+
+
+def _calibrated() -> tuple[int, int]:
+    new = ndarray(1)
+    view = ndarray(2)[1:]
+    return _probe(new), _probe(view)
+
+
+_FRESH = (0, 0)
+_FRESH = _calibrated()
+
+
+def unowned_output(out: Any) -> Any:
+    """``out``, the wrapped output of a user's rule that :func:`held_elsewhere`, marked as
+    memory whose writes no version sees (unless it is a view of an argument)."""
+    if isinstance(out, WrappedArray) and out._base is None:
+        out._flags |= EXPORTED
+    return out

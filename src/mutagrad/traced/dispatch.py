@@ -65,7 +65,13 @@ from mutagrad.errors import (
     TracerConversionError,
 )
 from mutagrad.traced import mutation
-from mutagrad.traced.aliases import aliased_output, shared_argument, writable_view
+from mutagrad.traced.aliases import (
+    aliased_output,
+    held_elsewhere,
+    shared_argument,
+    unowned_output,
+    writable_view,
+)
 from mutagrad.traced.elision import (
     ELIDED,
     MIN_ELIDED_BYTES,
@@ -324,20 +330,26 @@ def _wrapped_out(value: Any) -> bool:
     return isinstance(value, tuple) and any(isinstance(v, WrappedValue) for v in value)
 
 
-def call_without_derivative(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+def call_without_derivative(
+    func: Any, args: Any, kwargs: dict[str, Any], users: bool = False
+) -> Any:  # fmt: skip
     """Run ``func`` on the data; results are constants (views stay views).
 
     An ``out=`` WrappedArray is written through the mutation machinery, so
-    its version and the captures on it see the write.
+    its version and the captures on it see the write. ``users``: ``func`` is a
+    user's (non_differentiable), whose result may be memory it did not allocate
+    (:func:`mutagrad.traced.aliases.held_elsewhere`).
     """
     if _wrapped_out(kwargs.get("out")):
         kwargs = dict(kwargs)
         out = kwargs.pop("out")
-        result = call_without_derivative(func, args, kwargs)
+        result = call_without_derivative(func, args, kwargs, users)
         return mutation.assign_out(result, out, f"{function_name(func)}(..., out=)")
     result = func(*_read_only(tuple(args)), **_read_only(kwargs))
+    unowned = users and held_elsewhere(result)
     wrapped = tuple(_wrapped_arrays(args))
-    return wrap_constant(result, wrapped, tuple(w._raw for w in wrapped))
+    out = wrap_constant(result, wrapped, tuple(w._raw for w in wrapped))
+    return unowned_output(out) if unowned else out
 
 
 def apply(
@@ -374,6 +386,7 @@ def apply(
             raw.append(a)
             nodes.append(None)
     source = None  # the argument whose memory a user's rule returned (numpy's view of it)
+    unowned = False  # whether it returned memory something else holds (a global's...)
     if result is None:  # (a rule without fun is applied with its result: mypy cannot know)
         if rule.trusted:
             result = rule.fun(*raw, **kwargs) if kwargs else rule.fun(*raw)  # type: ignore[misc]
@@ -382,19 +395,25 @@ def apply(
             with refusing_writes_by(rule.name):
                 result = rule.fun(*guarded, **(kwargs or {}))  # type: ignore[misc]
             source = shared_argument(rule.name, result, args, guarded)
+            unowned = source is None and held_elsewhere(result)
     if (
         not active
         and not (trace is not None and trace.forward and tangents_among(args, trace.forward))
     ) or truncates(result, raw, nodes):
         if source is not None:
             result = writable_view(result, source)
-        return wrap_constant(result, args, raw)
+        out = wrap_constant(result, args, raw)
+        return unowned_output(out) if unowned else out
     assert trace is not None
     if not active:  # forward levels only: nothing to record
         out = wrap(result) if source is None else aliased_output(result, source, None, rule.name)
+        if unowned:
+            unowned_output(out)
         return forward_result(rule, args, raw, out, kwargs, trace)
     node, need_ans = record(rule, args, raw, nodes, result, kwargs, trace, user_site())
     out = wrap(result, node) if source is None else aliased_output(result, source, node, rule.name)
+    if unowned:
+        unowned_output(out)
     if need_ans:
         save_output(node, out, trace.mode)
     if trace.forward:

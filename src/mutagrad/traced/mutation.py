@@ -186,6 +186,10 @@ def copy_on_write(base: WrappedArray) -> None:
     base._flags &= ~BORROWED
     for view in base._views or ():
         view._raw = _rebased(view._raw, old_low, buffer)
+        if view._views is not None:  # an aliased output (mutagrad.traced.aliases): its views
+            for v in view._views:
+                v._raw = _rebased(v._raw, old_low, buffer)
+            view._views = None
     for c in base._captures or ():
         if c.region is not None:
             c.region = _rebased(c.region, old_low, buffer)
@@ -521,12 +525,15 @@ def _refuse_forward_write_into(base: WrappedArray, site: Site | None) -> None:
 
 def _refuse_exported(site: Site | None) -> None:
     raise NotDifferentiableError(
-        "a differentiated value was written into an array whose memory np.asarray (or "
-        "np.asfortranarray, np.ascontiguousarray...) handed to numpy as a plain array, "
+        "a differentiated value was written into an array whose memory plain numpy code "
+        "holds: np.asarray (or np.asfortranarray, np.ascontiguousarray...) handed it to "
+        "numpy as a plain array, or a user's rule returned it without allocating it (a "
+        "global array, a cached one, or a view of one), "
         f"at\n{format_site(site if site is not None else user_site())}\n"
         "The plain array shows the new values but carries no derivative, so values "
-        "computed from it would be silently wrong.\nFix: write into an array that was never "
-        "passed to np.asarray, or pass the differentiated array itself."
+        "computed from it would be silently wrong.\nFix: write into a copy (a = a.copy()), "
+        "an array that was never passed to np.asarray, or pass the differentiated array "
+        "itself; or return new memory from the rule."
     )
 
 

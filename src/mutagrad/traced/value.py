@@ -1133,9 +1133,9 @@ def make_view(parent: WrappedValue, data: ndarray) -> WrappedArray:
     v._base = base  # type: ignore[assignment]  # parent holds an ndarray (data views it): an array
     if parent._flags & (DETACHED | THAWED):
         v._flags = parent._flags & (DETACHED | THAWED)
-    if base._flags & BORROWED:
-        assert base._views is not None
-        base._views.append(v)
+    views = base._views  # (a borrowed base's, or an aliased output's over one: they move
+    if views is not None:  # with the caller's memory on copy-on-write)
+        views.append(v)
     return v
 
 
