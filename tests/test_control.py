@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import array
 import collections
+import decimal
 import functools
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -159,8 +162,10 @@ def test_checkpointed_with_several_and_structured_arguments():
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
-def test_checkpointed_segment_returning_its_argument_or_a_scalar():
-    (g,) = mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda h: h[1:], x) ** 2), X)
+def test_checkpointed_segment_returning_a_copy_of_its_argument_or_a_scalar():
+    (g,) = mutagrad.gradient(
+        lambda x: np.sum(mutagrad.checkpointed(lambda h: h[1:].copy(), x) ** 2), X
+    )
     np.testing.assert_allclose(g, np.r_[0.0, 2 * X[1:]])
     (g,) = mutagrad.gradient(lambda x: mutagrad.checkpointed(lambda h: np.sum(h**3), x) * 2, X)
     np.testing.assert_allclose(g, 6 * X**2)
@@ -572,3 +577,135 @@ def test_hook_in_a_second_derivative():
     h = mutagrad.hessian(lambda x: np.sum(mutagrad.hook(seen.append, x**3)), np.array([1.0, 2.0]))
     np.testing.assert_allclose(h, np.diag([6.0, 12.0]))
     assert seen  # called on traced cotangents during the recorded inner sweep
+
+
+# State a pullback or hook reads through containers and objects the fingerprint must see into
+@pytest.mark.parametrize(
+    ("holder", "read"),
+    [
+        (lambda s: [[s]], lambda c: c[0][0]),  # (deeper than the fingerprint once looked)
+        (lambda s: collections.deque([s]), lambda c: c[0]),
+        (lambda s: array.array("d", [s]), lambda c: c[0]),
+        (lambda s: bytearray([int(s)]), lambda c: float(c[0])),
+        (lambda s: decimal.Decimal(s), float),
+    ],
+)
+def test_state_a_rule_closes_over_in_any_container_is_compared(holder, read):
+    @mutagrad.primitive
+    def scaled(v, c):
+        return v * read(c)
+
+    @mutagrad.rrule(scaled)
+    def scaled_rule(v, c):
+        return v * read(c), lambda g: (g * read(c), mutagrad.NoTangent())
+
+    def loss(x):
+        SETTINGS["k"] = 1.0
+        y = mutagrad.checkpointed(lambda z: np.sum(scaled(z, holder(SETTINGS["k"]))), x)
+        SETTINGS["k"] = 2.0  # x is 0: the value is 0 either way, the gradient 1 or 2
+        return y
+
+    try:
+        refuses_another_recomputation(loss, np.zeros(3), line_of("scaled(z, holder("))
+    finally:
+        SETTINGS["k"] = 1.0
+        clear_rule(scaled)
+
+
+def test_state_a_defvjp_argument_or_a_hook_holds_is_compared():
+    @mutagrad.primitive
+    def scaled(v, c):
+        return v * float(c)
+
+    mutagrad.defvjp(scaled, lambda g, ans, v, c: g * float(c))
+
+    def loss(x):
+        SETTINGS["k"] = 1.0
+        y = mutagrad.checkpointed(lambda z: np.sum(scaled(z, decimal.Decimal(SETTINGS["k"]))), x)
+        SETTINGS["k"] = 2.0
+        return y
+
+    def hooked(x):
+        SETTINGS["k"] = 1.0
+
+        def block(z):
+            c = [[SETTINGS["k"]]]
+            return np.sum(mutagrad.hook(lambda g: c[0][0] * g, z) * 1.0)
+
+        y = mutagrad.checkpointed(block, x)
+        SETTINGS["k"] = 2.0
+        return y
+
+    try:
+        refuses_another_recomputation(loss, np.zeros(3), line_of("scaled(z, decimal.Decimal("))
+        refuses_another_recomputation(hooked, np.zeros(3), line_of("hook(lambda g: c[0][0] * g"))
+    finally:
+        SETTINGS["k"] = 1.0
+        clear_rule(scaled)
+
+
+def test_a_pullback_holding_an_object_it_cannot_compare_is_refused():
+    lock = threading.Lock()  # (state kept in C, which the fingerprint cannot read)
+
+    @mutagrad.primitive
+    def scaled(v, c):
+        return v * c[1]
+
+    @mutagrad.rrule(scaled)
+    def scaled_rule(v, c):
+        return v * c[1], lambda g: (g * c[1], mutagrad.NoTangent())
+
+    def loss(x):
+        return mutagrad.checkpointed(lambda z: np.sum(scaled(z, [lock, 2.0])), x)
+
+    try:
+        with pytest.raises(mutagrad.MutagradError, match="cannot be recomputed safely") as info:
+            mutagrad.gradient(loss, X4)
+        message = str(info.value)
+        assert f"test_control.py:{line_of('scaled(z, [lock, 2.0])')} " in message
+        assert "reads a lock object (_thread.lock)" in message
+        assert "Fix: let the pullback" in message
+        # Ordinary state the fingerprint can read is not refused: numbers, a generator's state.
+        rng = np.random.default_rng(0)
+        (g,) = mutagrad.gradient(lambda x: mutagrad.checkpointed(
+            lambda z: np.sum(scaled(z, [rng, 2.0])), x), X4)  # fmt: skip
+        np.testing.assert_array_equal(g, 2.0 * np.ones(4))
+    finally:
+        clear_rule(scaled)
+
+
+@pytest.mark.parametrize("block", [lambda z: z[::-1], lambda z: z, lambda z: z[1:]])
+def test_a_block_returning_a_view_of_its_argument_is_refused(block):
+    def loss(x):
+        y = x * 1.0
+        r = mutagrad.checkpointed(block, y)  # numpy's r is a view of y
+        r[0] = 9.0  # ... so this write would show in y
+        return np.sum(y * x)
+
+    with pytest.raises(mutagrad.MutagradError, match="returns a view of an array it") as info:
+        mutagrad.gradient(loss, X4, mode="snapshot")
+    message = str(info.value)
+    assert f"test_control.py:{line_of('r = mutagrad.checkpointed(block, y)')} " in message
+    assert "Fix: return a copy" in message
+
+
+def test_an_argument_in_fortran_order_written_after_the_block_in_snapshot_mode():
+    """The recomputation reads the snapshot of the argument in the layout the first run
+    read, so its views' regions are the same: no false refusal."""
+
+    def block(u):
+        w = np.zeros_like(u)
+        w[0] = u[-1] * u[0]
+        return np.cos(w + u) * u
+
+    def loss(x, checkpoint=True):
+        t = x.T * 1.0  # (x is in C order: t in Fortran order)
+        y = mutagrad.checkpointed(block, t) if checkpoint else block(t)
+        t *= 0.5  # snapshot mode copies the saved argument
+        return np.sum(np.tanh(y)) + np.sum(t)
+
+    a = np.arange(6.0).reshape(3, 2) / 7
+    (got,) = mutagrad.gradient(loss, a, mode="snapshot")
+    (want,) = mutagrad.gradient(lambda x: loss(x, False), a, mode="snapshot")
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    check_gradient(loss, a, mode="snapshot")

@@ -61,6 +61,7 @@ NOT_MUTAGRAD_ERRORS = {
     "LinAlgError", "for_the_user", "ArgumentTypeError", "ProgramTimeout", "Timeout",
     "_zygote_call_failed",  # a TypeError: jacobian(f, 1) meant as argnums (test_conventions)
     "InvalidArgument",  # hypothesis' error for a strategy's bad argument (test_strategies)
+    "Unfingerprintable",  # the fingerprint's, raised by checkpointed as a MutagradError
 }
 
 
@@ -1196,6 +1197,21 @@ def checkpointed_reads_a_traced_value_it_does_not_receive():
 @trigger
 def checkpointed_returns_a_tuple():
     mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda v: (v, v), x)[0]), X)
+
+
+@trigger
+def checkpointed_returns_a_view_of_its_argument():
+    mutagrad.gradient(lambda x: np.sum(mutagrad.checkpointed(lambda v: v[::-1], x * 1.0)), X)
+
+
+@trigger
+def checkpointed_pullback_holds_an_object_it_cannot_compare():
+    lock = threading.Lock()
+
+    def block(v):
+        return np.sum(mutagrad.hook(lambda g: g if lock else g, v))
+
+    mutagrad.gradient(lambda x: mutagrad.checkpointed(block, x), X)
 
 
 @trigger

@@ -27,6 +27,8 @@ so ``checkpointed`` refuses, with an error naming the problem:
 * a later write to an argument, or to a watched array, in a place the
   recomputation's pullbacks read: the backward pass raises
   ``PoisonedCaptureError`` (for an argument, snapshot mode copies it);
+* an output that is a view of an argument or of an array ``f`` closes over
+  (numpy's result would alias it; a checkpointed output is memory of its own);
 * a recomputation that returns a different value (``f`` draws random numbers,
   or reads state the watch could not reach): the backward pass raises;
 * a recomputation that returns the same value but would not pull back the
@@ -58,10 +60,10 @@ module attribute read by a function that ``f`` calls, a weak reference, a C
 extension's state) are not watched: a write to them during ``f`` is not
 refused, and one between the forward and the backward pass is caught by the
 fingerprint (or the value) where a pullback reads it, not where it is
-written. The fingerprint sees into a user pullback's or hook's closure a few
-levels deep, and into objects only through their attributes: state a
-closure keeps in a C extension's object (a random generator) is not
-compared. It compares bits: a block must compute the same bits from the same
+written. The fingerprint sees all of what a user pullback's or hook's
+closure holds (a random generator by its state); a value whose contents it
+cannot read (an object of a C extension's type) is refused by name at the
+first run. It compares bits: a block must compute the same bits from the same
 values, as numpy does (one that calls a library whose results vary from run
 to run would be refused). In snapshot mode a later write to a watched array
 that the recomputation reads raises SnapshotUnavailableError (the
@@ -71,6 +73,7 @@ recomputation reads the array itself, not a copy).
 from __future__ import annotations
 
 import contextlib
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -99,11 +102,17 @@ from mutagrad.diagnostics.sites import (
     format_site,
     innermost_user_site,
     user_site,
+    with_article,
 )
 from mutagrad.errors import MutagradError
 from mutagrad.freezing import Frozen, can_freeze
 from mutagrad.reachable import reachable_values
-from mutagrad.tape_fingerprint import TapePrint, first_difference, tape_fingerprint
+from mutagrad.tape_fingerprint import (
+    TapePrint,
+    Unfingerprintable,
+    first_difference,
+    tape_fingerprint,
+)
 from mutagrad.traced.value import (
     BORROWED,
     WrappedArray,
@@ -178,7 +187,8 @@ class CheckpointRule(Rule):
                 out_node = _output_node(call, out, name)
                 _check_same_value(out, kw["output"], name, kw["site"])
                 inputs = [*call.inputs, *(b for _, _, b in bound)]
-                second = tape_fingerprint(inputs, call.tape.nodes[call.start :], out_node)
+                second = _fingerprint(inputs, call.tape.nodes[call.start :], out_node, name,
+                                      kw["site"])  # fmt: skip
                 _check_same_tape(kw["fingerprint"], second, name, kw["site"])
                 inner = call.sweep(out_node, g) if out_node is not None else None
                 targets = [node.inputs[i] for i in traced] + list(node.inputs[n_args:])
@@ -256,6 +266,49 @@ def _check_same_value(out: Any, saved: Any, name: str, site: Any) -> None:
         )
 
 
+def _fingerprint(
+    inputs: list[Node | None],
+    nodes: list[Node],
+    output: Node | None,
+    name: str,
+    site: Site | None,
+) -> TapePrint:
+    """The fingerprint of a run of the block; a value its pullbacks read that it cannot
+    compare is refused: the backward pass could not tell whether it changed."""
+    try:
+        return tape_fingerprint(inputs, nodes, output)
+    except Unfingerprintable as error:
+        raise MutagradError(_unfingerprintable_message(error, name, site)) from None
+
+
+def _unfingerprintable_message(error: Unfingerprintable, name: str, site: Site | None) -> str:
+    value, *holders = error.path or [None]
+    node = error.node
+    held = "".join(f"\n        in {_describe(h)}" for h in holders)
+    what = "a value" if value is None else _describe(value)
+    return (
+        f"checkpointed({name}) cannot be recomputed safely: the pullback of "
+        f"{node.rule.name if node is not None else 'an operation'} at\n"
+        f"{format_site(node.site if node is not None else None, '        ')}\n"
+        f"    reads {what}{held}\n"
+        f"    which is {error.why}.\n"
+        f"    checkpointed at {describe_site(site)}\n"
+        "checkpointed compares what the pullbacks of its two runs read, to refuse a block whose "
+        "state changed between the forward and the backward pass; this value it cannot compare, "
+        "so a change to it would give a wrong gradient silently.\n"
+        "Fix: let the pullback (or hook) close over the numbers or arrays it needs from that "
+        f"value, read from it before it is defined, rather than over the value itself; or call "
+        f"{name} without checkpointed."
+    )
+
+
+def _describe(value: Any) -> str:
+    kind = type(value)
+    if kind is types.FunctionType:
+        return f"the function {value.__qualname__}"
+    return f"{with_article(kind.__qualname__)} object ({kind.__module__}.{kind.__qualname__})"
+
+
 def _check_same_tape(first: TapePrint, again: TapePrint, name: str, site: Site | None) -> None:
     """Refuse a recomputation that recorded other operations, or whose pullbacks would
     read other values, than the forward pass's run: its gradient would not be the one
@@ -303,8 +356,8 @@ def _segment_wrapper(data: Any, leaf_node: Node | None) -> WrappedValue:
         w = WrappedArray(data.view())
         w._flags = BORROWED
         w._views = []
-    else:
-        w = WrappedArray(data.copy())
+    else:  # (in its memory order, as a snapshot of it is copied: the same regions)
+        w = WrappedArray(data.copy(order="K"))
     w._node = leaf_node
     return w
 
@@ -344,10 +397,10 @@ def checkpointed(f: Callable[..., Any], *args: Any) -> Any:
     The tape keeps one node for the whole call: the arguments (saved, so a
     later write to them poisons the node like any saved value) and ``f``.
     Use it for a block whose intermediate values are large compared with its
-    arguments and its output. ``f`` must return one array or number and may
-    only write arrays it creates; see the module documentation for what is
-    refused and why. Outside a gradient call, or when no argument carries a
-    gradient, it just calls ``f``.
+    arguments and its output. ``f`` must return one array or number, not a
+    view of what it received, and may only write arrays it creates; see the
+    module documentation for what is refused and why. Outside a gradient
+    call, or when no argument carries a gradient, it just calls ``f``.
     """
     trace = current_trace()
     if trace is None or trace.forward:
@@ -462,6 +515,21 @@ class _Block:
                 f"{type(out).__name__}.\nFix: checkpoint each output separately, or return them "
                 "concatenated (np.concatenate) and split the result."
             )
+        if isinstance(out, WrappedArray) and self.shares_memory_with_what_it_received(out._raw):
+            raise MutagradError(
+                f"checkpointed({name}) returns a view of an array it received (an argument or "
+                f"an array it closes over), at\n{format_site(site)}\n"
+                "numpy's result would be that view: a write to one would show in the other. "
+                "checkpointed's output is an array of its own, recomputed in the backward pass, "
+                "so it cannot keep that; and a checkpointed view saves nothing.\n"
+                f"Fix: return a copy ({name} returning h[::-1].copy()), or do not checkpoint it."
+            )
+
+    def shares_memory_with_what_it_received(self, out: np.ndarray) -> bool:
+        """Whether ``out`` is memory of an argument of ``f`` or of an array it closes over."""
+        received = [x._raw if isinstance(x, WrappedValue) else x for x in self.leaves]
+        received += [w._raw for w in self.watched] + self.raw
+        return any(isinstance(a, np.ndarray) and np.may_share_memory(out, a) for a in received)
 
     def record(self, out: Any) -> Any:
         """Replace the segment's nodes by one CHECKPOINT node: its inputs, what it saves
@@ -474,7 +542,8 @@ class _Block:
             return out  # a constant: nothing to differentiate
         # (before the segment's captures go: the hash reads what its pullbacks would; and
         # from the tape, which holds the node node_of has just made for an output view)
-        fingerprint = tape_fingerprint(self.inputs, tape.nodes[self.start :], out_node)
+        fingerprint = _fingerprint(self.inputs, tape.nodes[self.start :], out_node, self.name,
+                                   self.site)  # fmt: skip
         inputs = (*self.outer_nodes, *self.closed_nodes)
         tag = 0
         for n in inputs:
@@ -486,10 +555,6 @@ class _Block:
         guards = _drop_segment(tape, self.start, self.recorded, self.watched, node)
         mode = self.trace.mode
         saved = [_save(x, node, mode) if isinstance(x, WrappedValue) else None for x in leaves]
-        if isinstance(data, np.ndarray) and any(
-            isinstance(x, WrappedValue) and np.may_share_memory(data, x._raw) for x in leaves
-        ):
-            data = data.copy()  # f returned (a view of) an argument: the output owns its memory
         result = wrap(data, node)
         output: Any = (
             capture(result, data, node, POISON)

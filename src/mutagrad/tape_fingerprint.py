@@ -22,7 +22,12 @@ pullbacks would have kept, per run. Nothing here runs outside ``checkpointed``.
 
 from __future__ import annotations
 
+import array
+import collections
+import decimal
+import random
 import struct
+import sys
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -35,16 +40,32 @@ from mutagrad.core.engine import Capture, Node, Rule
 from mutagrad.core.memory import Region
 from mutagrad.core.tangents import Meta
 from mutagrad.diagnostics.sites import Site
-from mutagrad.reachable import children
 from mutagrad.traced.value import WrappedValue
 
-# How deep into the objects a saved value or a closure holds the hash looks.
-_MAX_DEPTH = 4
 # Saved values hashed by type and value (repr is exact for these).
 _EXACT = frozenset({type(None), bool, int, complex, str, bytes, type(Ellipsis), range})
 # Values named by their repr: a ufunc, a class (and a dtype; a builtin by its name).
 _BY_NAME = frozenset({np.ufunc, type})
 _DOUBLE = struct.Struct("<d").pack
+# Named by what they are, not by what they hold (which they do not hold: a module's
+# attributes and a function's globals are read when the pullback runs, as they would
+# be by the pullback the recomputation stands for).
+_DESCRIPTORS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+)
+# Builtin types whose instances the hash reads through their items or bytes.
+_SEQUENCES = (tuple, list, collections.deque)
+_SETS = (set, frozenset)
+_BYTES_LIKE = (bytearray, array.array, memoryview)
+_SCALARS = (int, float, complex, str, bytes)
+_HEAPTYPE = 1 << 9
+_POINTER = struct.calcsize("P")
+# (from 3.11 an instance's __dict__ is kept before the object, not in its basic size)
+_DICT_SIZE = 0 if sys.version_info >= (3, 11) else _POINTER
 
 # One node: its rule, a hash of its structure, the hash of what the pullbacks of the nodes
 # up to it read, its site.
@@ -77,6 +98,9 @@ def tape_fingerprint(
     One hash runs over the whole tape, each node's reads marked off from the next;
     a node keeps its value there, so the first node whose hash differs is the first
     whose reads do.
+
+    A value a pullback reads whose contents cannot be hashed raises
+    :class:`Unfingerprintable`, naming the node.
     """
     position = {id(n): i for i, n in enumerate(inputs) if n is not None}
     prints: list[NodePrint] = []
@@ -91,14 +115,20 @@ def tape_fingerprint(
         links = tuple([-1 if n is None else get(id(n), -2) for n in node.inputs])
         position[key] = len(position)
         update(b"|")
-        for part in node.rule.pullback_reads(node):
-            if type(part) is tuple:  # (saved values: walked here, as many as they are)
-                update(b"(")
-                for value in part:
-                    feed(value, 1)
-                update(b")")
-            else:
-                feed(part, 1)
+        try:
+            for part in node.rule.pullback_reads(node):
+                if type(part) is tuple:  # (saved values: walked here, as many as they are)
+                    update(b"(")
+                    for value in part:
+                        feed(value)
+                    update(b")")
+                else:
+                    feed(part)
+        except Unfingerprintable as error:
+            error.node = node
+            raise
+        except RecursionError:  # (a structure nested deeper than Python's stack)
+            raise Unfingerprintable("nested too deeply to compare", node) from None
         prints.append((node.rule, hash((links, node.shape, node.dtype)), digest(), node.site))
     return TapePrint(prints, -1 if output is None else get(id(output), -2))
 
@@ -134,7 +164,7 @@ class _Hasher:
         self.h = xxh3_128()
         self.seen: dict[int, tuple[int, Any]] = {}
 
-    def feed(self, value: Any, depth: int) -> None:
+    def feed(self, value: Any) -> None:
         """``value``'s type, and its contents as a pullback would read them."""
         h = self.h
         kind = type(value)
@@ -164,7 +194,7 @@ class _Hasher:
             h.update(f"{value.dtype.str}:".encode())
             h.update(value.tobytes())
         elif isinstance(value, WrappedValue):
-            self.feed(value._raw, depth)
+            self.feed(value._raw)
         elif kind is Meta:
             h.update(f"meta:{value.shape}:{value.dtype.str};".encode())
         elif kind is Region:
@@ -175,47 +205,125 @@ class _Hasher:
         elif kind is slice:
             h.update(b"slice:")
             for part in (value.start, value.stop, value.step):
-                self.feed(part, depth)
+                self.feed(part)
+        elif isinstance(value, (type, types.ModuleType, np.ufunc)):
+            h.update(f"{kind.__name__}:{getattr(value, '__name__', '')}:{value!r};".encode())
+        elif isinstance(value, _DESCRIPTORS):
+            h.update(f"{kind.__name__}:{value.__objclass__!r}.{value.__name__};".encode())
         elif id(value) in self.seen:
             h.update(f"seen:{self.seen[id(value)][0]};".encode())
-        elif depth >= _MAX_DEPTH:
-            h.update(f"{kind.__qualname__}...;".encode())
         else:
             self.seen[id(value)] = (len(self.seen), value)
-            self.walk(value, kind, depth)
+            try:
+                self.walk(value, kind)
+            except Unfingerprintable as error:
+                error.path.append(value)
+                raise
 
-    def walk(self, value: Any, kind: type, depth: int) -> None:
+    def walk(self, value: Any, kind: type) -> None:
         """A container, a function or an object, met for the first time."""
         h = self.h
+        feed = self.feed
         if kind is tuple or kind is list:
             h.update(f"{kind.__name__}[{len(value)}]:".encode())
             for item in value:
-                self.feed(item, depth + 1)
+                feed(item)
         elif kind is dict:
             h.update(f"dict[{len(value)}]:".encode())
             for key, item in value.items():
-                self.feed(key, depth + 1)
-                self.feed(item, depth + 1)
+                feed(key)
+                feed(item)
         elif kind is types.FunctionType:
-            self.function(value, depth)
-        elif kind is types.BuiltinFunctionType:  # (its repr may hold its object's address)
-            h.update(f"builtin:{value.__module__}.{value.__qualname__}:".encode())
+            self.function(value)
+        elif kind is types.BuiltinFunctionType or kind is types.MethodWrapperType:
+            # (its repr may hold its object's address)
+            h.update(f"builtin:{value.__qualname__}:".encode())
             if not isinstance(value.__self__, types.ModuleType):
-                self.feed(value.__self__, depth + 1)
-        else:  # its type and what it holds, as checkpointed's watch walks an object
+                feed(value.__self__)
+            else:
+                h.update(value.__self__.__name__.encode())
+        else:  # its type, then what it holds
             h.update(f"{kind.__module__}.{kind.__qualname__}:".encode())
-            for child in children(value):
-                self.feed(child, depth + 1)
+            self.contents(value, kind)
+
+    def contents(self, value: Any, kind: type) -> None:
+        """What an object holds: the state of the builtin or C type it derives from, if
+        any, then its attributes and slots."""
+        base = _c_base(kind)
+        if base is not None:
+            self.c_state(value, base)
+        attributes = getattr(value, "__dict__", None)
+        if attributes is not None:
+            self.feed(attributes)
+        for cls in kind.__mro__:
+            slots = vars(cls).get("__slots__", ())
+            for slot in (slots,) if isinstance(slots, str) else slots:
+                if slot in ("__dict__", "__weakref__"):
+                    continue
+                if slot.startswith("__") and not slot.endswith("__"):  # (name-mangled)
+                    slot = f"_{cls.__name__.lstrip('_')}{slot}"
+                self.h.update(f"slot:{slot}:".encode())
+                self.feed(getattr(value, slot, _EMPTY_SLOT))
+
+    def c_state(self, value: Any, base: type) -> None:
+        """The state an object keeps in C, as ``base`` (its first type written in C) keeps
+        it; refused when the hash cannot read it."""
+        h, feed = self.h, self.feed
+        if isinstance(value, np.random.Generator):
+            feed(value.bit_generator.state)
+        elif isinstance(value, np.random.BitGenerator):
+            feed(value.state)
+        elif isinstance(value, np.random.RandomState):
+            feed(value.get_state(legacy=False))
+        elif isinstance(value, random.Random):
+            feed(value.getstate())
+        elif isinstance(value, dict):
+            feed(dict(value))
+            feed(getattr(value, "default_factory", None))
+        elif isinstance(value, _SEQUENCES):
+            feed(list(value))
+        elif isinstance(value, _SETS):
+            # (in no order: equal sets may iterate differently; each item hashed alone)
+            digests = sorted(_Hasher.of(item) for item in value)
+            h.update(f"set[{len(digests)}]:".encode())
+            for digest in digests:
+                h.update(digest)
+        elif isinstance(value, _SCALARS):
+            text = base.__repr__(value)  # type: ignore[call-arg]  # (the builtin value's repr)
+            h.update(f"{base.__name__}:{text};".encode())
+        elif isinstance(value, decimal.Decimal):
+            h.update(f"{value!r};".encode())
+        else:
+            try:
+                with memoryview(value) as view:  # bytes-like: its bytes
+                    h.update(f"buffer:{view.format}:{view.shape};".encode())
+                    h.update(view.tobytes())
+                    return
+            except (TypeError, ValueError):
+                pass
+            try:  # (what pickle would rebuild it from: a bound method, a partial, ...)
+                reduced = value.__reduce_ex__(4)
+            except Exception:  # (any refusal to pickle: it cannot be read)
+                raise Unfingerprintable("an object whose contents mutagrad cannot "
+                                        "read (of a type written in C)") from None  # fmt: skip
+            feed(reduced)
+
+    @staticmethod
+    def of(value: Any) -> bytes:
+        """``value``'s hash alone."""
+        hasher = _Hasher()
+        hasher.feed(value)
+        return hasher.h.digest()
 
     def array(self, a: np.ndarray) -> None:
         self.h.update(f"array:{a.dtype.str}:{a.shape};".encode())
         if a.dtype.hasobject:
-            self.feed(a.tolist(), 1)
+            self.feed(a.tolist())
         else:
             # (an ndarray is a buffer, which numpy's stubs say only from Python 3.12)
             self.h.update(a if a.flags.c_contiguous else np.ascontiguousarray(a))  # type: ignore[arg-type]
 
-    def function(self, fn: types.FunctionType, depth: int) -> None:
+    def function(self, fn: types.FunctionType) -> None:
         """A function by its code, and what it closes over and defaults to: the values it
         took when it was made (a pullback's residuals). Its globals it reads when called,
         as the pullback it stands for would."""
@@ -223,15 +331,55 @@ class _Hasher:
         self.h.update(f"function:{code.co_filename}:{code.co_firstlineno}:"
                       f"{code.co_qualname}:".encode())  # fmt: skip
         self.h.update(code.co_code)
-        self.feed(fn.__defaults__, depth + 1)
-        self.feed(fn.__kwdefaults__, depth + 1)
+        self.feed(fn.__defaults__)
+        self.feed(fn.__kwdefaults__)
         for cell in fn.__closure__ or ():
             try:
                 contents = cell.cell_contents
             except ValueError:  # an empty cell
                 self.h.update(b"empty cell;")
                 continue
-            self.feed(contents, depth + 1)
+            self.feed(contents)
 
 
-__all__ = ["TapePrint", "first_difference", "tape_fingerprint"]
+class Unfingerprintable(Exception):
+    """A value a pullback reads (``path[0]``, held by the others in turn, up to what the
+    node's pullback reads itself) whose contents the hash cannot read."""
+
+    def __init__(self, why: str, node: Node | None = None):
+        super().__init__(why)
+        self.why = why
+        self.path: list[Any] = []  # (filled in as it passes the values that hold it)
+        self.node = node
+
+
+_EMPTY_SLOT = object()  # (an unset slot: hashed by this, the same in both runs)
+
+
+def _c_base(kind: type) -> type | None:
+    """The type below ``object`` whose instances keep state in C that ``kind`` derives
+    from (``dict`` for a subclass of it), or None when ``kind`` is made of classes
+    defined in Python only, whose instances hold everything in their ``__dict__`` and
+    slots."""
+    for cls in kind.__mro__[:-1]:
+        if not _python_class(cls):
+            return cls
+    return None
+
+
+def _python_class(cls: type) -> bool:
+    """Whether ``cls`` is a class statement's: a heap type that adds nothing to its base's
+    layout but its slots, ``__dict__`` and ``__weakref__``."""
+    base = cls.__base__
+    if base is None or not cls.__flags__ & _HEAPTYPE:
+        return False
+    own = vars(cls)
+    slots = own.get("__slots__", ())
+    slots = (slots,) if isinstance(slots, str) else slots
+    added = sum(1 for slot in slots if slot not in ("__dict__", "__weakref__"))
+    size = base.__basicsize__ + _POINTER * (added + ("__weakref__" in own))
+    size += _DICT_SIZE * ("__dict__" in own)
+    return cls.__basicsize__ == size and cls.__itemsize__ == base.__itemsize__
+
+
+__all__ = ["TapePrint", "Unfingerprintable", "first_difference", "tape_fingerprint"]

@@ -464,7 +464,9 @@ class Capture:
         """
         if self.region is not None and self.base._tangents is not None:
             self.tangents = TRACED.region_tangents(self.base, self.region)
-        self.data = self.data.copy()
+        # (in the data's own memory order: a recomputation that reads it sees the layout,
+        # and so the views' regions, that the first run saw)
+        self.data = self.data.copy(order="K")
         self.region = None
 
     def keep_old_value(self, write: WriteRecord, counted: bool = True) -> None:
