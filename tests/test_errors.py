@@ -878,8 +878,7 @@ def write_through_a_rule_output_that_is_a_view_of_its_argument():
     mutagrad.gradient(f, X)
 
 
-@trigger
-def rule_output_read_after_its_argument_is_written():
+def _output_read_after_its_argument_is_written():
     reversed_view = _reversed_view()
 
     def f(x):
@@ -888,20 +887,17 @@ def rule_output_read_after_its_argument_is_written():
         y[0] = 5.0
         return np.sum(r * x)
 
-    mutagrad.gradient(f, X)
+    return f
+
+
+@trigger
+def rule_output_read_after_its_argument_is_written():
+    mutagrad.gradient(_output_read_after_its_argument_is_written(), X)
 
 
 @trigger
 def rule_output_s_argument_written_at_a_forward_level():
-    reversed_view = _reversed_view()
-
-    def f(x):
-        y = x * 1.0
-        r = reversed_view(y)
-        y[0] = 5.0
-        return np.sum(r * x)
-
-    mutagrad.jvp(f, (X,), (X,))
+    mutagrad.jvp(_output_read_after_its_argument_is_written(), (X,), (X,))
 
 
 @trigger
