@@ -92,7 +92,7 @@ from mutagrad.core.engine import (
     capture,
     current_trace,
 )
-from mutagrad.core.memory import is_dense
+from mutagrad.core.memory import first_sharing, is_dense
 from mutagrad.core.modes import POISON
 from mutagrad.core.record import input_node, push
 from mutagrad.core.trees import flatten
@@ -529,7 +529,7 @@ class _Block:
         """Whether ``out`` is memory of an argument of ``f`` or of an array it closes over."""
         received = [x._raw if isinstance(x, WrappedValue) else x for x in self.leaves]
         received += [w._raw for w in self.watched] + self.raw
-        return any(isinstance(a, np.ndarray) and np.may_share_memory(out, a) for a in received)
+        return first_sharing(out, received) is not None
 
     def record(self, out: Any) -> Any:
         """Replace the segment's nodes by one CHECKPOINT node: its inputs, what it saves

@@ -56,6 +56,7 @@ from mutagrad.core.engine import (
     current_trace,
 )
 from mutagrad.core.jvps import involves_complex
+from mutagrad.core.memory import first_sharing
 from mutagrad.core.record import owned_value, push
 from mutagrad.core.registry import FUNCTION_RULES, NONDIFFERENTIABLE, PRIMITIVES, UFUNC_RULES
 from mutagrad.core.tangents import NoTangent, cotangent_dtype, is_structural_zero
@@ -463,8 +464,9 @@ class ClosureRule(CallRule):
                 f"the rrule for {self.name} returned several outputs; only one is supported.\n"
                 "Fix: return one array (np.concatenate the outputs, or a primitive per output)."
             )
-        if _shares_memory(y, guarded_leaves) and not self._primal_aliases(args, kwargs, leaves,
-                                                                          flat, raw_leaves):
+        if first_sharing(y, guarded_leaves) is not None and not self._primal_aliases(
+            args, kwargs, leaves, flat, raw_leaves
+        ):
             return y.copy(), back, None, False  # (the rule's own alias: fn returns new memory)
         source = shared_argument(self.name, y, flat, guarded_leaves)
         return y, back, source, source is None and held_elsewhere(y, back)
@@ -490,7 +492,7 @@ class ClosureRule(CallRule):
                 f"{_registered_at(self.site)}\nFix: make {self.name} run on the arguments the "
                 "rule receives, or return a copy from the rule."
             ) from error
-        return _shares_memory(y, guarded_leaves)
+        return first_sharing(y, guarded_leaves) is not None
 
     def _transposed(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any], flat: list[Any],
@@ -585,12 +587,6 @@ class ClosureRule(CallRule):
                 what = f"the pullback of the rrule for {self.name}, for its input {i}"
                 _check_cotangent(c, inp, what, self.site)
                 bk.accumulate(inp, c)
-
-
-def _shares_memory(y: Any, arguments: list[Any]) -> bool:
-    return type(y) is np.ndarray and any(
-        type(a) is np.ndarray and np.may_share_memory(y, a) for a in arguments
-    )
 
 
 def _leaves_of(argument: Any) -> list[Any]:

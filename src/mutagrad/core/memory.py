@@ -10,10 +10,12 @@
 * :func:`copy_keeping_layout` – a copy with numpy's exact strides (an
   argument copied for a call views and reshapes as the caller's array does).
 * :func:`describe_part` – which part of its base a view is, as index text.
+* :func:`first_sharing` – which of some arrays a result may be memory of.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -257,6 +259,19 @@ def is_dense(a: np.ndarray) -> bool:
         return True
     perm = layout_of(a)
     return a.transpose(perm).flags.c_contiguous and min(a.strides, default=0) >= 0
+
+
+def first_sharing(result: Any, arrays: Iterable[Any]) -> int | None:
+    """The position of the first ndarray among ``arrays`` whose memory ``result`` may share
+    (numpy's bounds test: it may say so of memory it does not share); None if ``result``
+    is not an ndarray or shares none's. A function's result, told from a view or the
+    argument itself that it may return."""
+    if not isinstance(result, np.ndarray):
+        return None
+    for i, a in enumerate(arrays):
+        if isinstance(a, np.ndarray) and np.may_share_memory(result, a):
+            return i
+    return None
 
 
 def batched_layout(layout: Layout) -> Layout:

@@ -44,9 +44,10 @@ import weakref
 from sys import getrefcount
 from typing import Any
 
-from numpy import may_share_memory, ndarray
+from numpy import ndarray
 
 from mutagrad.core.engine import EXPORTED, Node, Rule, current_trace
+from mutagrad.core.memory import first_sharing
 from mutagrad.core.modes import SNAPSHOT
 from mutagrad.core.record import push
 from mutagrad.diagnostics.messages import (
@@ -136,14 +137,12 @@ def shared_argument(name: str, result: Any, args: Any, guarded: Any) -> WrappedV
     """The traced argument whose memory ``result``, the output of the user's rule ``name``,
     shares (``guarded``: what the rule received); None if none. A plain ndarray
     argument's (the rule's private copy of it) is refused."""
-    if type(result) is not ndarray:
+    i = first_sharing(result, guarded)
+    if i is None:
         return None
-    for i, (a, g) in enumerate(zip(args, guarded)):
-        if type(g) is ndarray and may_share_memory(result, g):
-            if isinstance(a, WrappedValue):
-                return a
-            raise NotDifferentiableError(aliased_plain_message(name, i, user_site()))
-    return None
+    if isinstance(args[i], WrappedValue):
+        return args[i]
+    raise NotDifferentiableError(aliased_plain_message(name, i, user_site()))
 
 
 def aliased_output(result: Any, source: WrappedValue, node: Node | None,

@@ -592,7 +592,7 @@ def _writes_plainly(w: WrappedArray, base: WrappedArray) -> bool:
 
 
 def setitem(w: WrappedArray, index: Any, value: Any) -> None:
-    # (STATE first: isinstance would ask a traced scalar its __class__, a Python property)
+    # (the trace first: isinstance would ask a traced scalar its __class__, a Python property)
     if type(index) is int and current_trace() is None and isinstance(value, _NUMBERS):
         # y[i] = number outside any gradient call: _assign_untraced's commonest
         # case, unrolled (an int index is its own normalized index).
