@@ -543,6 +543,23 @@ def test_a_rule_that_writes_into_its_argument_is_refused_where_it_writes():
     assert "a *= 2" in str(info.value) and "no rule at all" in str(info.value)
 
 
+@pytest.mark.parametrize("mode", ["poison", "snapshot"])
+@pytest.mark.parametrize("dtype", [np.complex128, np.float32])
+def test_a_whole_constant_array_overwritten_by_a_value_of_another_dtype(mode, dtype):
+    # The array's node was the value's own, of the value's dtype: a view of the complex
+    # array then handed complex cotangents to the float64 node (a crash at the end of the
+    # sweep, found by the fuzzer, seed 8128). float32: the same write through a cast,
+    # which gave the right gradient before and must still.
+    def program(x):
+        y = (np.round(x, 1) * 0).astype(dtype)  # a constant: round has no derivative
+        y[...] = x  # every element, cast to y's dtype
+        return np.sum(np.abs(y[::-1] * 0.3)) + np.sum(np.abs(np.exp(0.3 * y[1:])))
+
+    x = np.array([-1.83, 0.81002, -0.189226])
+    same_value(program, x, mode=mode)
+    check_gradient(program, x, mode=mode, rtol=1e-5 if dtype is np.float32 else None)
+
+
 # -- single-element writes (their pullback indexes g instead of building a Region) --
 
 

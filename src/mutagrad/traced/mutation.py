@@ -489,9 +489,15 @@ def commit(
         old_node is None
         and kind == NO_INDEX
         and value_node.shape == base._raw.shape  # type: ignore[union-attr]  # (not both None)
+        and value_node.dtype == base._raw.dtype  # type: ignore[union-attr]  # (a cast is a node)
         and _covers_base(place, base)
     ):
-        base._node = value_node  # nothing of the old value survives, and it was constant
+        # Nothing of the old value survives, and it was constant: the value's node is the
+        # array's, when it stands for the array's values as they are. A value of another
+        # dtype was cast (x written into a complex array): its node's cotangents are of
+        # x's dtype, and the array's views would hand it complex ones; the write node
+        # below casts them (a real value's cotangent is the real part).
+        base._node = value_node
     else:
         tag = (old_node.tag if old_node is not None else 0) | (
             value_node.tag if value_node is not None else 0
